@@ -1,0 +1,36 @@
+"""One exception tree for everything intercode raises.
+
+A bad *action* never raises: it becomes an observation (exit code, error text).
+These exceptions mean the infrastructure failed; the runner records them as
+``status: "error"`` and never as a reward.
+"""
+
+from __future__ import annotations
+
+
+class IntercodeError(Exception):
+    """Base class of every intercode error."""
+
+
+class ConfigError(IntercodeError, ValueError):
+    """An argument or setting is invalid (unknown dataset, bad task range, ...)."""
+
+
+class SandboxError(IntercodeError, RuntimeError):
+    """The sandbox could not be started, or stopped answering."""
+
+
+class SandboxUnavailableError(SandboxError):
+    """The sandbox backend cannot run on this machine (missing tool, no user namespaces)."""
+
+
+class DatasetError(IntercodeError, RuntimeError):
+    """Data is missing, corrupt or malformed."""
+
+
+class RewardError(IntercodeError, RuntimeError):
+    """A reward could not be computed (never reported as a reward of 0)."""
+
+
+class EnvStateError(IntercodeError, RuntimeError):
+    """The environment was used out of order (step before reset, step after the end)."""

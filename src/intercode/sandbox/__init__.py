@@ -1,0 +1,1 @@
+"""Sandboxes: isolated machines with a writable tree, a persistent shell and limits."""

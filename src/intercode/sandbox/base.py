@@ -1,0 +1,109 @@
+"""The interface every sandbox backend implements, and what it returns."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from intercode.sandbox.filetree import FileTree
+from intercode.sandbox.limits import Limits
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one action (or command) did.
+
+    ``output`` is stdout and stderr interleaved as a terminal shows them, decoded as
+    UTF-8 with invalid bytes replaced. ``notes`` are the sandbox's own messages (a
+    timeout, truncated output, a restarted shell); :attr:`observation` appends them.
+    ``exit_code`` is ``None`` when no status was reported (the action was not run,
+    or the shell had to be replaced).
+    """
+
+    output: str
+    exit_code: int | None
+    timed_out: bool = False
+    output_bytes: int = 0
+    output_truncated: bool = False
+    shell_restarted: bool = False
+    notes: tuple[str, ...] = field(default=())
+    cwd: str = "/"
+
+    @property
+    def observation(self) -> str:
+        """The output followed by the sandbox's notes, one per line."""
+        if not self.notes:
+            return self.output
+        sep = "" if not self.output or self.output.endswith("\n") else "\n"
+        return self.output + sep + "\n".join(f"[intercode] {n}" for n in self.notes)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One line of the file-system diff, as ``git status --short`` showed it upstream."""
+
+    path: str
+    code: str
+
+
+class Sandbox(ABC):
+    """An isolated machine with a writable tree, a persistent shell and limits.
+
+    Lifecycle: :meth:`start`, then :meth:`load` a tree (which also resets), any
+    number of :meth:`run` / :meth:`reset` calls, and :meth:`close`. Methods raise
+    :class:`~intercode.errors.SandboxError` on infrastructure failures only.
+    """
+
+    limits: Limits
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start the sandbox (idempotent)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop every process and free everything the sandbox holds (idempotent)."""
+
+    @abstractmethod
+    def load(self, tree: FileTree) -> None:
+        """Make ``tree`` the pristine state, restore to it and start a fresh shell."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Kill every process, restore the pristine tree and start a fresh shell."""
+
+    @abstractmethod
+    def run(self, action: str, timeout: float | None = None) -> ExecResult:
+        """Run ``action`` in the persistent shell."""
+
+    @abstractmethod
+    def exec(self, argv: Sequence[str], timeout: float | None = None, cwd: str = "/",
+             stdin: bytes = b"") -> ExecResult:
+        """Run ``argv`` outside the shell, to completion or timeout."""
+
+    @abstractmethod
+    def diff(self, ignore: Sequence[str] = ()) -> list[Change]:
+        """Changes of the tree against the pristine state (git-status semantics)."""
+
+    @abstractmethod
+    def hashes(self, paths: Sequence[str]) -> dict[str, str]:
+        """Content fingerprints of diff paths, as upstream's md5sum / md5deep compared them."""
+
+    @abstractmethod
+    def capture(self) -> FileTree:
+        """The whole writable tree, with contents."""
+
+    @property
+    @abstractmethod
+    def alive(self) -> bool:
+        """Whether the sandbox is running."""
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

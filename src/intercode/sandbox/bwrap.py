@@ -1,0 +1,304 @@
+"""The default sandbox backend: bubblewrap, no daemon, no root needed.
+
+One long-lived ``bwrap`` process per sandbox, with its own user, mount, pid, ipc,
+uts, network and cgroup namespaces. Pid 1 inside is the supervisor (see
+``inbox/main.py``); the host writes actions straight to the shell's pipes.
+When the host runs as root, the sandbox runs as the unprivileged host user
+``nobody``, so that root-only host files stay unreadable even read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from intercode.errors import SandboxError, SandboxUnavailableError
+from intercode.sandbox import base
+from intercode.sandbox.base import Change, ExecResult
+from intercode.sandbox.channel import Channel
+from intercode.sandbox.filetree import Entry, FileTree
+from intercode.sandbox.inbox import MODULES, proto
+from intercode.sandbox.layout import EPOCH_NS, SCRATCH_MOUNTS, SKELETON_DIRS, Layout
+from intercode.sandbox.limits import Limits
+from intercode.sandbox.shellio import Output, ShellIO
+
+log = logging.getLogger(__name__)
+
+NOBODY = 65534
+START_TIMEOUT = 30.0
+BOOT = (
+    "import json,os,sys,types\n"
+    "from struct import unpack\n"
+    "fd=int(sys.argv[1])\n"
+    "def rd(n):\n"
+    "    b=b''\n"
+    "    while len(b)<n:\n"
+    "        c=os.read(fd,n-len(b))\n"
+    "        if not c: sys.exit(3)\n"
+    "        b+=c\n"
+    "    return b\n"
+    "j,_=unpack('>II',rd(8))\n"
+    "pkg=types.ModuleType('icbox');pkg.__path__=[];sys.modules['icbox']=pkg\n"
+    "for name,src in json.loads(rd(j)):\n"
+    "    m=types.ModuleType('icbox.'+name);m.__package__='icbox'\n"
+    "    sys.modules['icbox.'+name]=m;setattr(pkg,name,m)\n"
+    "    exec(compile(src,'<icbox/'+name+'.py>','exec'),m.__dict__)\n"
+    "sys.modules['icbox.main'].main(sys.argv[1:])\n"
+)
+
+
+def _inbox_sources() -> list[list[str]]:
+    pkg = resources.files("intercode.sandbox.inbox")
+    return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")] for name in MODULES]
+
+
+def find_bwrap() -> str:
+    """Path of the bwrap executable, or SandboxUnavailableError saying how to get it."""
+    path = os.environ.get("INTERCODE_BWRAP") or shutil.which("bwrap")
+    if not path:
+        raise SandboxUnavailableError(
+            "bubblewrap (bwrap) is not installed; on Debian/Ubuntu: "
+            "sudo apt-get install bubblewrap (then run `intercode doctor`)")
+    return path
+
+
+class BwrapSandbox(base.Sandbox):
+    """A bubblewrap sandbox (see the module docstring)."""
+
+    name = "bwrap"
+
+    def __init__(self, limits: Limits | None = None, layout: Layout | None = None,
+                 python: str = "/usr/bin/python3") -> None:
+        self.limits = limits or Limits()
+        self.layout = layout or Layout()
+        self.python = python
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._channel: Channel | None = None
+        self._io: ShellIO | None = None
+        self._host_fds: list[int] = []
+        self._stderr_fd: int | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """Whether the bwrap process runs and its channel is open."""
+        return (self._proc is not None and self._proc.poll() is None
+                and self._channel is not None and not self._channel.closed)
+
+    def start(self) -> None:
+        """Start bwrap and the supervisor; wait until it is ready."""
+        if self._proc is not None:
+            return
+        try:
+            self._spawn()
+            self._await_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def _spawn(self) -> None:
+        bwrap = find_bwrap()
+        pipes = {name: os.pipe2(os.O_CLOEXEC) for name in
+                 ("cfg", "ctl_in", "ctl_out", "action", "output", "status")}
+        inside = {"cfg": pipes["cfg"][0], "ctl_in": pipes["ctl_in"][0],
+                  "ctl_out": pipes["ctl_out"][1], "action_r": pipes["action"][0],
+                  "output_w": pipes["output"][1], "status_w": pipes["status"][1]}
+        host = {"cfg": pipes["cfg"][1], "ctl_in": pipes["ctl_in"][1],
+                "ctl_out": pipes["ctl_out"][0], "action_w": pipes["action"][1],
+                "output_r": pipes["output"][0], "status_r": pipes["status"][0]}
+        etc_fds = {}
+        for name, data in self.layout.overridable_etc().items():
+            fd = os.memfd_create(f"etc-{name}", os.MFD_CLOEXEC)
+            os.write(fd, data)
+            os.lseek(fd, 0, os.SEEK_SET)
+            etc_fds[name] = fd
+        self._stderr_fd = os.memfd_create("bwrap-stderr", os.MFD_CLOEXEC)
+        argv = [bwrap, *self._namespace_args(), *self.layout.mount_args(self.limits, etc_fds),
+                "--chdir", "/", "--", self.python, "-I", "-S", "-c", BOOT, str(inside["cfg"])]
+        run_as: dict[str, Any] = {}
+        if os.geteuid() == 0:
+            run_as = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
+        try:
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=self._stderr_fd, pass_fds=[*inside.values(), *etc_fds.values()],
+                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, start_new_session=True,
+                **run_as)
+        except OSError as exc:
+            raise SandboxUnavailableError(f"cannot run {bwrap}: {exc}") from exc
+        finally:
+            for fd in [*inside.values(), *etc_fds.values()]:
+                os.close(fd)
+        self._host_fds = list(host.values())
+        self._channel = Channel(host["ctl_in"], host["ctl_out"])
+        self._io = ShellIO(host["action_w"], host["output_r"], host["status_r"],
+                           self._channel, self.limits, self._restart)
+        cfg = self._config(inside)
+        try:
+            proto.write_all(host["cfg"], proto.encode(_inbox_sources()))
+            proto.write_all(host["cfg"], proto.encode(cfg))
+        except OSError:
+            pass  # bwrap failed early; _await_ready reports why
+        os.close(host["cfg"])
+        self._host_fds.remove(host["cfg"])
+
+    def _namespace_args(self) -> list[str]:
+        args = ["--unshare-all", "--die-with-parent", "--as-pid-1",
+                "--hostname", self.layout.hostname,
+                "--uid", str(self.layout.uid), "--gid", str(self.layout.gid)]
+        if self.layout.network:
+            args.insert(1, "--share-net")
+        return args
+
+    def _config(self, inside: dict[str, int]) -> dict[str, Any]:
+        lim = self.limits
+        return {
+            "fds": {k: v for k, v in inside.items() if k != "cfg"},
+            "shell": "/bin/bash",
+            "env": self.layout.shell_env(),
+            "epoch_ns": EPOCH_NS,
+            "skeleton_dirs": [list(d) for d in SKELETON_DIRS],
+            "scratch": list(SCRATCH_MOUNTS),
+            "rlimits": {"memory": lim.memory, "processes": lim.processes,
+                        "file_size": lim.file_size, "open_files": lim.open_files},
+        }
+
+    def _await_ready(self) -> None:
+        assert self._channel is not None and self._proc is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([self._channel.read_fd], [], [], 0.05)
+            if readable:
+                try:
+                    self._channel.pump()
+                except SandboxError:
+                    break
+            ready = self._channel.take_events("ready")
+            if ready:
+                if not ready[0].get("ok"):
+                    raise SandboxError(f"sandbox supervisor failed: {ready[0].get('error')}")
+                return
+            if self._proc.poll() is not None:
+                break
+        raise SandboxUnavailableError(self._startup_failure())
+
+    def _startup_failure(self) -> str:
+        code = self._proc.poll() if self._proc else None
+        err = ""
+        if self._stderr_fd is not None:
+            os.lseek(self._stderr_fd, 0, os.SEEK_SET)
+            err = os.read(self._stderr_fd, 1 << 16).decode("utf-8", "replace").strip()
+        hint = ("bubblewrap could not create its namespaces; unprivileged user namespaces "
+                "may be disabled (see `intercode doctor`)")
+        return f"the sandbox did not start (exit code {code}): {err or hint}"
+
+    def close(self) -> None:
+        """Kill the sandbox (everything inside dies with its pid 1) and close pipes."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                log.error("bwrap process %d did not exit after SIGKILL", proc.pid)
+        for fd in self._host_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._host_fds = []
+        if self._stderr_fd is not None:
+            os.close(self._stderr_fd)
+            self._stderr_fd = None
+        self._channel = None
+        self._io = None
+
+    def __del__(self) -> None:
+        if getattr(self, "_proc", None) is not None:
+            self.close()
+
+    # -- requests ------------------------------------------------------------------------
+
+    def _request(self, msg: dict[str, Any], blob: bytes = b"",
+                 timeout: float = 120.0) -> tuple[dict[str, Any], bytes]:
+        if not self.alive or self._channel is None:
+            raise SandboxError("the sandbox is not running")
+        return self._channel.request(msg, blob, timeout)
+
+    def _after_new_shell(self, reply: dict[str, Any], cwd: str) -> None:
+        assert self._io is not None
+        self._io.discard_output()
+        self._io.fresh_shell(int(reply["shell_pid"]), cwd)
+
+    def _restart(self, cwd: str) -> None:
+        reply, _ = self._request({"op": "restart", "cwd": cwd})
+        assert self._io is not None
+        self._io.fresh_shell(int(reply["shell_pid"]), reply.get("cwd", cwd))
+
+    def load(self, tree: FileTree) -> None:
+        """Make ``tree`` pristine (plus the skeleton), restore, start a fresh shell."""
+        meta, blob = proto.pack_entries(e.as_tuple() for e in tree.entries)
+        reply, _ = self._request({"op": "load", "tree_id": tree.id, "entries": meta}, blob)
+        self._after_new_shell(reply, "/")
+
+    def reset(self) -> None:
+        """Kill everything, restore the pristine tree, start a fresh shell in ``/``."""
+        reply, _ = self._request({"op": "reset"})
+        self._after_new_shell(reply, "/")
+
+    def run(self, action: str, timeout: float | None = None) -> ExecResult:
+        """Run an action in the persistent shell (see :class:`ShellIO`)."""
+        if not self.alive or self._io is None or self._io.shell_pid is None:
+            raise SandboxError("the sandbox is not running or has no shell (call load/reset)")
+        return self._io.run(action, self.limits.timeout if timeout is None else timeout)
+
+    def exec(self, argv: Sequence[str], timeout: float | None = None, cwd: str = "/",
+             stdin: bytes = b"") -> ExecResult:
+        """Run a command to completion outside the shell."""
+        limit = self.limits.timeout if timeout is None else timeout
+        reply, data = self._request(
+            {"op": "run", "argv": list(argv), "timeout": limit, "cwd": cwd}, stdin,
+            timeout=limit + 60.0)
+        out = Output(self.limits.output)
+        out.add(data)
+        notes = ("the command timed out",) if reply.get("timed_out") else ()
+        return ExecResult(output=out.text(), exit_code=reply.get("exit_code"),
+                          timed_out=bool(reply.get("timed_out")), output_bytes=out.total,
+                          output_truncated=out.truncated, notes=notes, cwd=cwd)
+
+    def diff(self, ignore: Sequence[str] = ()) -> list[Change]:
+        """Changes against the pristine tree, as upstream's ``git status --short``."""
+        reply, _ = self._request({"op": "status", "ignore": list(ignore)})
+        return [Change(path, code) for path, code in reply["changes"]]
+
+    def hashes(self, paths: Sequence[str]) -> dict[str, str]:
+        """Fingerprints of the given diff paths."""
+        if not paths:
+            return {}
+        reply, _ = self._request({"op": "hashes", "paths": list(paths)})
+        return dict(reply["hashes"])
+
+    def capture(self) -> FileTree:
+        """The whole writable tree (skeleton included)."""
+        reply, blob = self._request({"op": "capture"})
+        entries = proto.unpack_entries(reply["entries"], blob)
+        return FileTree.of(Entry(*e) for e in entries)
+
+    @property
+    def cwd(self) -> str:
+        """The shell's working directory after the last action."""
+        return self._io.cwd if self._io is not None else "/"
+
+    def ping(self) -> dict[str, Any]:
+        """Round trip to the supervisor (health check)."""
+        reply, _ = self._request({"op": "ping"})
+        return reply

@@ -1,0 +1,80 @@
+"""Host side of the control channel to the in-sandbox supervisor."""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from typing import Any
+
+from intercode.errors import SandboxError
+from intercode.sandbox.inbox import proto
+
+Frame = tuple[dict[str, Any], bytes]
+
+
+class Channel:
+    """Request/reply over two pipes; unsolicited event frames are queued.
+
+    ``read_fd`` is non-blocking; ``write_fd`` is blocking (the supervisor always
+    reads its requests whole).
+    """
+
+    def __init__(self, write_fd: int, read_fd: int) -> None:
+        self.write_fd = write_fd
+        self.read_fd = read_fd
+        os.set_blocking(read_fd, False)
+        self._frames = proto.FrameBuffer()
+        self._pending: list[Frame] = []
+        self.events: list[dict[str, Any]] = []
+        self.closed = False
+
+    def request(self, msg: dict[str, Any], blob: bytes = b"", timeout: float = 60.0) -> Frame:
+        """Send a request and wait for its reply; raise SandboxError on failure."""
+        try:
+            proto.write_all(self.write_fd, proto.encode(msg, blob))
+        except OSError as exc:
+            self.closed = True
+            raise SandboxError(f"sandbox supervisor is gone ({exc})") from exc
+        reply, data = self.wait_reply(timeout, what=str(msg.get("op")))
+        if not reply.get("ok"):
+            raise SandboxError(f"sandbox request {msg.get('op')!r} failed: {reply.get('error')}")
+        return reply, data
+
+    def wait_reply(self, timeout: float, what: str) -> Frame:
+        """Wait for the next non-event frame."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._pending:
+                return self._pending.pop(0)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxError(f"sandbox did not answer {what!r} within {timeout:.0f} s")
+            ready, _, _ = select.select([self.read_fd], [], [], remaining)
+            if ready:
+                self.pump()
+
+    def pump(self) -> None:
+        """Read what is available; sort frames into events and replies."""
+        while True:
+            try:
+                data = os.read(self.read_fd, 1 << 20)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                self.closed = True
+                raise SandboxError(f"sandbox control channel failed ({exc})") from exc
+            if not data:
+                self.closed = True
+                raise SandboxError("sandbox supervisor exited")
+            for msg, blob in self._frames.feed(data):
+                if "ev" in msg:
+                    self.events.append(msg)
+                else:
+                    self._pending.append((msg, blob))
+
+    def take_events(self, name: str) -> list[dict[str, Any]]:
+        """Remove and return the queued events called ``name``."""
+        taken = [e for e in self.events if e.get("ev") == name]
+        self.events = [e for e in self.events if e.get("ev") != name]
+        return taken

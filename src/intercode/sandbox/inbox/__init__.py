@@ -1,0 +1,8 @@
+"""Code that runs inside the sandbox, on the sandbox's own ``python3``.
+
+The host sends these modules' sources to the sandbox at start-up, so nothing of the
+host (not even this package's files) needs to be visible inside. They use only the
+standard library and must stay compatible with Python 3.9.
+"""
+
+MODULES = ("proto", "tree", "shell", "main")

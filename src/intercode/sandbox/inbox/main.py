@@ -1,0 +1,227 @@
+"""The supervisor: pid 1 of a sandbox, serving the host's requests.
+
+It owns the writable tree (load, restore, capture, diff, hashes), starts and
+restarts the persistent shell, kills runaway processes, and reaps orphans. The
+agent's processes cannot signal it (pid 1 of a pid namespace ignores signals it
+has no handler for, and SIGKILL from inside the namespace) nor trace it (it is
+not dumpable). Requests and replies are frames (see ``proto``); replies carry
+``ok``; an unsolicited ``{"ev": "shell_exit"}`` frame reports a shell that died.
+"""
+
+import ctypes
+import os
+import resource
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from . import proto, shell, tree
+
+PR_SET_DUMPABLE = 4
+RLIMITS = {
+    "memory": resource.RLIMIT_AS,
+    "processes": resource.RLIMIT_NPROC,
+    "file_size": resource.RLIMIT_FSIZE,
+    "open_files": resource.RLIMIT_NOFILE,
+}
+
+
+class Supervisor:
+    """Request loop and state of one sandbox."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.ctl_in = cfg["fds"]["ctl_in"]
+        self.ctl_out = cfg["fds"]["ctl_out"]
+        self.tree = tree.Tree("/", scratch_mounts=cfg.get("scratch", []))
+        fds = cfg["fds"]
+        self.shell = shell.Shell(cfg["shell"], fds["action_r"], fds["output_w"],
+                                 fds["status_w"], cfg["env"])
+        self.tree_id = None
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    # -- setup ---------------------------------------------------------------------------
+
+    def setup(self):
+        """Harden the process, apply limits, build the skeleton."""
+        try:
+            ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+        for fd in self.cfg["fds"].values():
+            os.set_inheritable(fd, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(self.wake_w)
+        for name, value in self.cfg.get("rlimits", {}).items():
+            if value is not None:
+                resource.setrlimit(RLIMITS[name], (value, value))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.umask(0o022)
+        epoch = self.cfg["epoch_ns"]
+        for rel, mode in self.cfg["skeleton_dirs"]:
+            path = "/" + rel
+            if not os.path.isdir(path):
+                os.mkdir(path)
+            os.chmod(path, mode)
+        for rel, _mode in sorted(self.cfg["skeleton_dirs"], key=lambda d: -d[0].count("/")):
+            os.utime("/" + rel, ns=(epoch, epoch))
+        base, _skipped = self.tree.capture()
+        self.tree.set_base(base)
+        self.tree.load([])
+
+    # -- loop ----------------------------------------------------------------------------
+
+    def serve(self):
+        """Answer requests until the host closes the channel."""
+        poller = select.poll()
+        poller.register(self.ctl_in, select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
+        while True:
+            for fd, _ev in poller.poll():
+                if fd == self.wake_r:
+                    self._drain_wake()
+                    self.reap()
+                    continue
+                try:
+                    msg, blob = proto.read_frame(self.ctl_in)
+                except EOFError:
+                    return
+                self._answer(msg, blob)
+
+    def _answer(self, msg, blob):
+        op = msg.get("op")
+        handler = getattr(self, "op_" + str(op), None)
+        started = time.perf_counter()
+        try:
+            if handler is None:
+                raise ValueError("unknown request %r" % (op,))
+            reply, out_blob = handler(msg, blob)
+            reply["ok"] = True
+        except Exception as exc:  # every failure goes back to the host as data
+            reply, out_blob = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}, b""
+        reply["ms"] = (time.perf_counter() - started) * 1000.0
+        proto.write_all(self.ctl_out, proto.encode(reply, out_blob))
+
+    def _drain_wake(self):
+        try:
+            while os.read(self.wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def reap(self):
+        """Collect dead children; report the shell's death to the host."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.shell.pid:
+                self.shell.pid = None
+                code = os.waitstatus_to_exitcode(status)
+                event = {"ev": "shell_exit", "pid": pid, "status": code}
+                proto.write_all(self.ctl_out, proto.encode(event))
+
+    # -- requests ------------------------------------------------------------------------
+
+    def op_ping(self, msg, blob):
+        return {"pid": os.getpid(), "uid": os.getuid()}, b""
+
+    def op_load(self, msg, blob):
+        """Make a new tree pristine (skipped if it is already the loaded one)."""
+        self._kill(keep=())
+        if msg.get("tree_id") is not None and msg["tree_id"] == self.tree_id:
+            stats = self.tree.restore()
+        else:
+            self.tree_id = None
+            stats = self.tree.load(proto.unpack_entries(msg["entries"], blob))
+            self.tree_id = msg.get("tree_id")
+        self._spawn_shell(msg.get("cwd", "/"))
+        return {"stats": stats, "shell_pid": self.shell.pid}, b""
+
+    def op_reset(self, msg, blob):
+        """Kill everything, restore the pristine tree, start a fresh shell."""
+        self._kill(keep=())
+        stats = self.tree.restore()
+        self._spawn_shell(msg.get("cwd", "/"))
+        return {"stats": stats, "shell_pid": self.shell.pid}, b""
+
+    def op_interrupt(self, msg, blob):
+        """Kill every process except the shell (the action's, and background ones)."""
+        keep = () if self.shell.pid is None else (self.shell.pid,)
+        shell.kill_all(keep, self.reap)
+        return {"shell_alive": self.shell.pid is not None}, b""
+
+    def op_restart(self, msg, blob):
+        """Kill everything, including the shell, and start a new shell in ``cwd``."""
+        cwd = msg.get("cwd") or self.shell.cwd() or "/"
+        self._kill(keep=())
+        self._spawn_shell(cwd)
+        return {"cwd": cwd, "shell_pid": self.shell.pid}, b""
+
+    def op_status(self, msg, blob):
+        return {"changes": self.tree.status(msg.get("ignore", []))}, b""
+
+    def op_hashes(self, msg, blob):
+        return {"hashes": self.tree.hashes(msg["paths"])}, b""
+
+    def op_capture(self, msg, blob):
+        entries, skipped = self.tree.capture()
+        meta, data = proto.pack_entries(entries)
+        return {"entries": meta, "skipped": skipped}, data
+
+    def op_run(self, msg, blob):
+        """Run ``argv`` to completion (outside the shell) and return its output."""
+        try:
+            proc = subprocess.run(
+                msg["argv"], input=blob, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                cwd=msg.get("cwd", "/"), env=self.cfg["env"], timeout=msg.get("timeout"),
+                start_new_session=True,
+            )
+            code, timed_out, output = proc.returncode, False, proc.stdout
+        except subprocess.TimeoutExpired as exc:
+            code, timed_out, output = None, True, exc.output or b""
+        except OSError as exc:
+            code, timed_out, output = 127, False, str(exc).encode()
+        keep = () if self.shell.pid is None else (self.shell.pid,)
+        shell.kill_all(keep, self.reap)
+        return {"exit_code": code, "timed_out": timed_out}, output
+
+    def _spawn_shell(self, cwd):
+        """Drop what is left of an earlier action in the pipe, then start a shell."""
+        fd = self.cfg["fds"]["action_r"]
+        os.set_blocking(fd, False)
+        try:
+            while os.read(fd, 1 << 16):
+                pass
+        except BlockingIOError:
+            pass
+        finally:
+            os.set_blocking(fd, True)
+        self.shell.spawn(cwd)
+
+    def _kill(self, keep):
+        if self.shell.pid not in keep:
+            self.shell.pid = None
+        shell.kill_all(keep, self.reap)
+        if not shell.wait_gone(keep, self.reap, time.monotonic() + 5.0):
+            raise RuntimeError("processes of the sandbox did not die")
+
+
+def main(argv):
+    """Entry point: ``argv[0]`` is the descriptor of the configuration frame."""
+    cfg_fd = int(argv[0])
+    cfg, _ = proto.read_frame(cfg_fd)
+    sup = Supervisor(cfg)
+    try:
+        sup.setup()
+        proto.write_all(sup.ctl_out, proto.encode({"ev": "ready", "ok": True, "pid": os.getpid()}))
+    except Exception as exc:
+        msg = {"ev": "ready", "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+        proto.write_all(sup.ctl_out, proto.encode(msg))
+        sys.exit(1)
+    sup.serve()

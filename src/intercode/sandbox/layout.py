@@ -1,0 +1,117 @@
+"""What a sandbox looks like from inside: mounts, skeleton, identity, environment.
+
+The host's (or a prepared root file system's) ``/usr`` and ``/etc`` are mounted
+read-only; everything else is a private, size-limited tmpfs: the task tree,
+``/tmp``, the home directory. Host home directories, ``/usr/local``, ``/var`` and
+the project checkout are not visible. ``/etc/passwd``, ``group``, ``hosts`` and
+``hostname`` are replaced by generated files so every machine shows the same.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from intercode.sandbox.limits import Limits
+
+# 2023-06-01T00:00:00Z: the time stamp of everything a setup script created (see fsbuild).
+EPOCH_NS = 1_685_577_600 * 1_000_000_000
+
+SKELETON_DIRS: tuple[tuple[str, int], ...] = (
+    ("boot", 0o755), ("home", 0o755), ("home/agent", 0o755), ("media", 0o755),
+    ("mnt", 0o755), ("opt", 0o755), ("root", 0o700), ("run", 0o755), ("srv", 0o755),
+    ("tmp", 0o1777), ("var", 0o755), ("var/log", 0o755), ("var/tmp", 0o1777),
+)
+TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
+SCRATCH_MOUNTS = ("dev/shm",)
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Identity and mounts of a sandbox.
+
+    ``rootfs`` is where ``/usr``, ``/etc`` and the top-level library links come from:
+    the host (``/``) by default, or a prepared root file system (for example one made
+    with ``debootstrap`` or ``docker export``) to get the same tools on any machine.
+    """
+
+    rootfs: Path = Path("/")
+    hostname: str = "intercode"
+    user: str = "agent"
+    uid: int = 1000
+    gid: int = 1000
+    hide_usr_local: bool = True
+    network: bool = False
+    extra_env: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def home(self) -> str:
+        """The user's home directory inside the sandbox."""
+        return f"/home/{self.user}"
+
+    def shell_env(self) -> dict[str, str]:
+        """Environment of the shell and of every command."""
+        env = {
+            "PATH": PATH,
+            "HOME": self.home,
+            "USER": self.user,
+            "LOGNAME": self.user,
+            "SHELL": "/bin/bash",
+            "HOSTNAME": self.hostname,
+            "LANG": "C.UTF-8",
+            "TZ": "UTC",
+        }
+        env.update(dict(self.extra_env))
+        return env
+
+    def etc_files(self) -> dict[str, bytes]:
+        """Generated files mounted over the root file system's ``/etc``."""
+        u, g = self.user, self.uid
+        files = {
+            "passwd": (
+                "root:x:0:0:root:/root:/bin/bash\n"
+                f"{u}:x:{g}:{self.gid}:{u}:{self.home}:/bin/bash\n"
+                "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+            ),
+            "group": f"root:x:0:\n{u}:x:{self.gid}:\nnogroup:x:65534:\n",
+            "hosts": (
+                "127.0.0.1\tlocalhost\n"
+                f"127.0.1.1\t{self.hostname}\n"
+                "::1\tlocalhost ip6-localhost ip6-loopback\n"
+            ),
+            "hostname": f"{self.hostname}\n",
+        }
+        if not self.network:
+            files["resolv.conf"] = "# no network inside the sandbox\n"
+        return {name: text.encode() for name, text in files.items()}
+
+    def mount_args(self, limits: Limits, etc_fds: dict[str, int]) -> list[str]:
+        """bubblewrap arguments that build the file system."""
+        root = self.rootfs
+        args = ["--size", str(limits.storage), "--tmpfs", "/",
+                "--ro-bind", str(root / "usr"), "/usr"]
+        if self.hide_usr_local and (root / "usr" / "local").is_dir():
+            args += ["--tmpfs", "/usr/local", "--remount-ro", "/usr/local"]
+        for name in TOP_LEVEL:
+            path = root / name
+            if path.is_symlink():
+                args += ["--symlink", os.readlink(path), f"/{name}"]
+            elif path.is_dir():
+                args += ["--ro-bind", str(path), f"/{name}"]
+        args += ["--ro-bind", str(root / "etc"), "/etc"]
+        for name, fd in sorted(etc_fds.items()):
+            args += ["--ro-bind-data", str(fd), f"/etc/{name}"]
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 "--size", str(limits.shm), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+        return args
+
+    def overridable_etc(self) -> dict[str, bytes]:
+        """The generated /etc files whose target is a regular file in the root fs."""
+        found = {}
+        for name, data in self.etc_files().items():
+            target = self.rootfs / "etc" / name
+            if target.is_file() and not target.is_symlink():
+                found[name] = data
+        return found

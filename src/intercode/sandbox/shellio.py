@@ -1,0 +1,249 @@
+"""Host side of the persistent shell: send an action, collect its output and status.
+
+The host talks to the shell directly over three pipes (no hop through the
+supervisor), so a step costs little more than the shell's own work. Timeouts,
+output floods and dead shells are handled here with the supervisor's help.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from collections.abc import Callable
+
+from intercode.sandbox.base import ExecResult
+from intercode.sandbox.channel import Channel
+from intercode.sandbox.inbox.shell import encode_action
+from intercode.sandbox.limits import Limits
+
+READ_CHUNK = 1 << 16
+
+
+class Output:
+    """Output of one action: the first ``cap`` bytes are kept, the rest counted."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        """Account for a chunk of output."""
+        self.total += len(data)
+        room = self.cap - len(self.kept)
+        if room > 0:
+            self.kept += data[:room]
+
+    @property
+    def truncated(self) -> bool:
+        """Whether bytes were dropped."""
+        return self.total > len(self.kept)
+
+    def text(self) -> str:
+        """The kept bytes decoded as UTF-8, invalid sequences replaced."""
+        return bytes(self.kept).decode("utf-8", "replace")
+
+
+def encode_text(action: str) -> bytes | None:
+    """Bytes of an action for the shell, or ``None`` if a shell cannot receive it."""
+    if "\0" in action:
+        return None
+    try:
+        return action.encode("utf-8")
+    except UnicodeEncodeError:
+        return action.encode("utf-8", "surrogateescape") if _escapable(action) else None
+
+
+def _escapable(text: str) -> bool:
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class ShellIO:
+    """The three host-side pipe ends of one sandbox's shell."""
+
+    def __init__(self, action_w: int, output_r: int, status_r: int, channel: Channel,
+                 limits: Limits, restart: Callable[[str], None]) -> None:
+        for fd in (action_w, output_r, status_r):
+            os.set_blocking(fd, False)
+        self.action_w, self.output_r, self.status_r = action_w, output_r, status_r
+        self.channel = channel
+        self.limits = limits
+        self._restart = restart
+        self.seq = 0
+        self.cwd = "/"
+        self.shell_pid: int | None = None
+        self._status = b""
+
+    def fresh_shell(self, pid: int, cwd: str) -> None:
+        """Forget everything of the previous shell (called after reset / restart)."""
+        self.shell_pid = pid
+        self.cwd = cwd
+        self._status = b""
+        self._read_all(self.status_r, None)
+        self.channel.take_events("shell_exit")
+
+    def discard_output(self) -> None:
+        """Drop output still in the pipe (after a reset)."""
+        self._read_all(self.output_r, None)
+
+    def run(self, action: str, timeout: float) -> ExecResult:
+        """Run one action in the shell; never raises for anything the action does."""
+        data = encode_text(action)
+        if data is None:
+            note = "the action contains a NUL character or unencodable text; it was not run"
+            return ExecResult(output="", exit_code=None, notes=(note,), cwd=self.cwd)
+        out = Output(self.limits.output)
+        notes: list[str] = []
+        restarted = False
+        if self._read_all(self.output_r, out) > self.limits.output_hard:
+            self.channel.request({"op": "interrupt"})
+            notes.append("background processes flooded the output and were killed")
+        if self._dead_shell() is not None:
+            restarted = True
+            notes.append(self._replace_shell("the shell had exited"))
+        self.seq += 1
+        run = _Run(self, encode_action(self.seq, data), out, timeout)
+        code = run.wait()
+        notes.extend(run.notes)
+        restarted = restarted or run.restarted
+        self._read_all(self.output_r, out, limit=self.limits.output_hard)
+        if out.truncated:
+            notes.append(f"output truncated: showing the first {len(out.kept)} of "
+                         f"{out.total} bytes")
+        return ExecResult(output=out.text(), exit_code=code, timed_out=run.timed_out,
+                          output_bytes=out.total, output_truncated=out.truncated,
+                          shell_restarted=restarted, notes=tuple(notes), cwd=self.cwd)
+
+    # -- helpers used by _Run ------------------------------------------------------------
+
+    def _dead_shell(self) -> int | None:
+        """Exit status of the current shell if the supervisor reported its death."""
+        self.channel.pump()
+        for ev in self.channel.take_events("shell_exit"):
+            if ev.get("pid") == self.shell_pid:
+                return int(ev.get("status", -1))
+        return None
+
+    def _replace_shell(self, why: str) -> str:
+        cwd = self.cwd
+        self._restart(cwd)
+        return (f"{why}; a new shell was started in {self.cwd} "
+                "(shell variables, functions and background jobs were lost)")
+
+    def _take_status(self) -> tuple[int, int, str] | None:
+        try:
+            chunk = os.read(self.status_r, 4096)
+        except BlockingIOError:
+            return None
+        self._status += chunk
+        result = None
+        while b"\0" in self._status:
+            record, _, self._status = self._status.partition(b"\0")
+            seq, _, rest = record.decode("utf-8", "replace").partition(" ")
+            code, _, cwd = rest.partition(" ")
+            if seq.isdigit() and int(seq) == self.seq:
+                result = (int(seq), int(code) if code.lstrip("-").isdigit() else -1, cwd)
+        return result
+
+    def _read_all(self, fd: int, out: Output | None, limit: int | None = None) -> int:
+        """Read what is available now; stop after ``limit`` bytes. Returns bytes read."""
+        count = 0
+        while limit is None or count <= limit:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            count += len(chunk)
+            if out is not None:
+                out.add(chunk)
+        return count
+
+
+class _Run:
+    """The wait for one action's status, with its deadline and its escalations."""
+
+    def __init__(self, io: ShellIO, payload: bytes, out: Output, timeout: float) -> None:
+        self.io = io
+        self.payload = memoryview(payload)
+        self.out = out
+        self.deadline = time.monotonic() + timeout
+        self.timeout = timeout
+        self.phase = "running"
+        self.timed_out = False
+        self.restarted = False
+        self.notes: list[str] = []
+
+    def wait(self) -> int | None:
+        """Return the action's exit status (``None`` if the shell had to be replaced)."""
+        io = self.io
+        poller = select.poll()
+        poller.register(io.output_r, select.POLLIN)
+        poller.register(io.status_r, select.POLLIN)
+        poller.register(io.channel.read_fd, select.POLLIN)
+        self._write(poller)
+        while True:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                if self.phase == "running":
+                    self._interrupt(f"the action timed out after {self.timeout:g} s; "
+                                    "its processes were killed")
+                    self.timed_out = True
+                    continue
+                return self._give_up("the shell did not recover after the kill")
+            for fd, _event in poller.poll(remaining * 1000.0):
+                if fd == io.action_w:
+                    self._write(poller)
+                elif fd == io.output_r:
+                    io._read_all(io.output_r, self.out, limit=READ_CHUNK * 4)
+                    if self.out.total > io.limits.output_hard and self.phase == "running":
+                        self._interrupt(f"the action wrote more than {io.limits.output_hard} "
+                                        "bytes; its processes were killed")
+                elif fd == io.status_r:
+                    status = io._take_status()
+                    if status is not None:
+                        io.cwd = status[2] or io.cwd
+                        return status[1]
+                else:
+                    dead = io._dead_shell()
+                    if dead is not None:
+                        self.restarted = True
+                        io._read_all(io.output_r, self.out, limit=io.limits.output_hard)
+                        self.notes.append(io._replace_shell(
+                            f"the shell exited with status {dead}"))
+                        return dead
+
+    def _write(self, poller: select.poll) -> None:
+        io = self.io
+        while self.payload:
+            try:
+                n = os.write(io.action_w, self.payload)
+            except BlockingIOError:
+                poller.register(io.action_w, select.POLLOUT)
+                return
+            except BrokenPipeError:
+                self.payload = memoryview(b"")
+                break
+            self.payload = self.payload[n:]
+        try:
+            poller.unregister(io.action_w)
+        except KeyError:
+            pass
+
+    def _interrupt(self, note: str) -> None:
+        self.io.channel.request({"op": "interrupt"})
+        self.notes.append(note)
+        self.phase = "grace"
+        self.deadline = time.monotonic() + self.io.limits.kill_grace
+
+    def _give_up(self, why: str) -> None:
+        self.restarted = True
+        self.payload = memoryview(b"")
+        self.notes.append(self.io._replace_shell(why))
+        return None
