@@ -1,3 +1,60 @@
-"""intercode: interactive coding benchmarks as sandboxed Gymnasium environments."""
+"""intercode: interactive coding benchmarks as sandboxed Gymnasium environments.
+
+>>> import gymnasium as gym, intercode
+>>> env = gym.make("intercode/bash-v0", dataset="nl2bash-fs1")
+>>> query, info = env.reset(options={"task": 0})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from intercode.datasets import BashTask, Dataset, Task, dataset_names, load_dataset
+from intercode.envs import BashEnv, IntercodeEnv
+from intercode.envs.registration import ENVIRONMENTS, env_id, register_all
+from intercode.errors import (
+    ConfigError,
+    DatasetError,
+    EnvStateError,
+    IntercodeError,
+    RewardError,
+    SandboxError,
+    SandboxUnavailableError,
+)
+from intercode.sandbox.limits import Limits
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "BashEnv",
+    "BashTask",
+    "ConfigError",
+    "Dataset",
+    "DatasetError",
+    "EnvStateError",
+    "IntercodeEnv",
+    "IntercodeError",
+    "Limits",
+    "RewardError",
+    "SandboxError",
+    "SandboxUnavailableError",
+    "Task",
+    "__version__",
+    "dataset_names",
+    "load_dataset",
+    "make",
+]
+
+register_all()
+
+
+def make(name: str, *, max_turns: int | None = None, **kwargs: Any) -> gym.Env[str, str]:
+    """Create an environment by short name (``"bash"``), as ``gymnasium.make`` would.
+
+    ``max_turns`` truncates episodes with Gymnasium's ``TimeLimit``.
+    """
+    if name not in ENVIRONMENTS:
+        raise ConfigError(f"unknown environment {name!r}; known: {', '.join(ENVIRONMENTS)}")
+    return gym.make(env_id(name), max_episode_steps=max_turns, **kwargs)

@@ -167,8 +167,10 @@ class BwrapSandbox(base.Sandbox):
             "epoch_ns": EPOCH_NS,
             "skeleton_dirs": [list(d) for d in SKELETON_DIRS],
             "scratch": list(SCRATCH_MOUNTS),
-            "rlimits": {"memory": lim.memory, "processes": lim.processes,
+            "rlimits": {"memory": lim.address_space, "processes": lim.processes,
                         "file_size": lim.file_size, "open_files": lim.open_files},
+            "watch": {"interval": 0.1, "memory": lim.memory,
+                      "processes": max(4, int(lim.processes * 0.9))},
         }
 
     def _await_ready(self) -> None:

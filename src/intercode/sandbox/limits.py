@@ -18,8 +18,11 @@ class Limits:
         timeout: wall-clock time of one action (InterCode's default is 10 s); at the
             deadline every process the action started, background ones included, is
             killed and the episode goes on.
-        memory: address space of each process (``RLIMIT_AS``).
-        processes: processes alive at once in the sandbox (a fork bomb stops here).
+        memory: resident memory of all processes together; past it the largest
+            process is killed (checked ten times a second).
+        address_space: virtual memory of each process (``RLIMIT_AS``).
+        processes: processes alive at once in the sandbox (a fork bomb stops here;
+            at 90 % of it, every process but the shell is killed).
         storage: size of the writable file system (the root tmpfs).
         shm: size of ``/dev/shm``.
         output: bytes of an action's output kept in the observation.
@@ -31,7 +34,8 @@ class Limits:
     """
 
     timeout: float = 10.0
-    memory: int = 4 * GiB
+    memory: int = 2 * GiB
+    address_space: int = 4 * GiB
     processes: int = 256
     storage: int = 512 * MiB
     shm: int = 64 * MiB
@@ -45,7 +49,7 @@ class Limits:
         for name in ("timeout", "kill_grace"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"limit {name} must be positive, got {getattr(self, name)}")
-        for name in ("memory", "processes", "storage", "shm", "output", "output_hard",
+        for name in ("memory", "address_space", "processes", "storage", "shm", "output", "output_hard",
                      "file_size", "open_files"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"limit {name} must be at least 1, got {getattr(self, name)}")

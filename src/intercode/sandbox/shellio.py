@@ -98,7 +98,7 @@ class ShellIO:
             note = "the action contains a NUL character or unencodable text; it was not run"
             return ExecResult(output="", exit_code=None, notes=(note,), cwd=self.cwd)
         out = Output(self.limits.output)
-        notes: list[str] = []
+        notes: list[str] = self.take_notes()
         restarted = False
         if self._read_all(self.output_r, out) > self.limits.output_hard:
             self.channel.request({"op": "interrupt"})
@@ -110,6 +110,7 @@ class ShellIO:
         run = _Run(self, encode_action(self.seq, data), out, timeout)
         code = run.wait()
         notes.extend(run.notes)
+        notes.extend(self.take_notes())
         restarted = restarted or run.restarted
         self._read_all(self.output_r, out, limit=self.limits.output_hard)
         if out.truncated:
@@ -118,6 +119,11 @@ class ShellIO:
         return ExecResult(output=out.text(), exit_code=code, timed_out=run.timed_out,
                           output_bytes=out.total, output_truncated=out.truncated,
                           shell_restarted=restarted, notes=tuple(notes), cwd=self.cwd)
+
+    def take_notes(self) -> list[str]:
+        """Messages of the supervisor's watchdog since the last call."""
+        self.channel.pump()
+        return [str(ev.get("text")) for ev in self.channel.take_events("note")]
 
     # -- helpers used by _Run ------------------------------------------------------------
 

@@ -41,6 +41,10 @@ class Supervisor:
                                  fds["status_w"], cfg["env"])
         self.tree_id = None
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        watch = cfg.get("watch", {})
+        self.watch_interval = watch.get("interval", 0.1)
+        self.memory_total = watch.get("memory")
+        self.process_alarm = watch.get("processes")
 
     # -- setup ---------------------------------------------------------------------------
 
@@ -78,8 +82,14 @@ class Supervisor:
         poller = select.poll()
         poller.register(self.ctl_in, select.POLLIN)
         poller.register(self.wake_r, select.POLLIN)
+        next_watch = time.monotonic()
         while True:
-            for fd, _ev in poller.poll():
+            now = time.monotonic()
+            if now >= next_watch:
+                self.watch()
+                next_watch = now + self.watch_interval
+            timeout_ms = max(0.0, (next_watch - time.monotonic()) * 1000.0)
+            for fd, _ev in poller.poll(timeout_ms):
                 if fd == self.wake_r:
                     self._drain_wake()
                     self.reap()
@@ -104,6 +114,36 @@ class Supervisor:
         reply["ms"] = (time.perf_counter() - started) * 1000.0
         proto.write_all(self.ctl_out, proto.encode(reply, out_blob))
 
+    def watch(self):
+        """Enforce the sandbox-wide limits that no rlimit covers.
+
+        Too many processes (a fork bomb in the background): everything but the shell
+        is killed. Too much resident memory in all: the largest process is killed.
+        """
+        if self.memory_total is None and self.process_alarm is None:
+            return
+        count, rss = shell.usage({1, os.getpid()})
+        if self.process_alarm is not None and count >= self.process_alarm:
+            keep = () if self.shell.pid is None else (self.shell.pid,)
+            shell.kill_all(keep, self.reap)
+            self.note("%d processes were running (the limit is close); all processes "
+                      "except the shell were killed" % count)
+            return
+        total = sum(rss.values())
+        if self.memory_total is not None and total > self.memory_total and rss:
+            pid = max(rss, key=rss.get)
+            name = shell.process_name(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                return
+            self.note("the sandbox's processes used %d MiB of memory (the limit is %d MiB); "
+                      "%s (pid %d) was killed" % (total >> 20, self.memory_total >> 20, name, pid))
+
+    def note(self, text):
+        """Tell the host something the agent should see with its next observation."""
+        proto.write_all(self.ctl_out, proto.encode({"ev": "note", "text": text}))
+
     def _drain_wake(self):
         try:
             while os.read(self.wake_r, 4096):
@@ -123,6 +163,8 @@ class Supervisor:
             if pid == self.shell.pid:
                 self.shell.pid = None
                 code = os.waitstatus_to_exitcode(status)
+                if code < 0:
+                    code = 128 - code
                 event = {"ev": "shell_exit", "pid": pid, "status": code}
                 proto.write_all(self.ctl_out, proto.encode(event))
 

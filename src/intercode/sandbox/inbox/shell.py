@@ -101,6 +101,28 @@ def live_pids(exclude):
     return pids
 
 
+def usage(exclude):
+    """``(count, rss_by_pid)`` of the live processes not in ``exclude``."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    rss = {}
+    for pid in live_pids(exclude):
+        try:
+            with open("/proc/%d/statm" % pid, "rb") as fh:
+                rss[pid] = int(fh.read().split()[1]) * page
+        except (OSError, IndexError, ValueError):
+            continue
+    return len(rss), rss
+
+
+def process_name(pid):
+    """The command name of a process, or ``?``."""
+    try:
+        with open("/proc/%d/comm" % pid) as fh:
+            return fh.read().strip()
+    except OSError:
+        return "?"
+
+
 def kill_all(keep, reap):
     """Kill every process of the namespace except pid 1 and ``keep``.
 

@@ -1,0 +1,24 @@
+"""The gold policy: run the task's gold solution once."""
+
+from __future__ import annotations
+
+from intercode.agents.base import Action, Policy
+from intercode.datasets import Task
+
+
+class GoldPolicy(Policy):
+    """Runs the gold solution as the agent's single action."""
+
+    name = "gold"
+
+    def __init__(self) -> None:
+        self._pending: str | None = None
+
+    def reset(self, task: Task) -> None:
+        """Remember the task's gold."""
+        self._pending = task.gold
+
+    def act(self, observation: str) -> Action | None:
+        """The gold, then nothing."""
+        action, self._pending = self._pending, None
+        return None if action is None else Action(action)

@@ -1,0 +1,137 @@
+"""The ``intercode`` command line (the only place that configures logging)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from intercode.errors import IntercodeError
+from intercode.sandbox.limits import Limits
+
+DEFAULT_OUTPUT = "runs/default"
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(timeout=args.timeout)
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("env", nargs="?", default="bash", choices=["bash"], help="environment")
+    p.add_argument("--dataset", default=None, help="dataset name (see `intercode datasets`)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per action (10)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="intercode", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command")
+
+    ev = sub.add_parser("eval", help="evaluate an agent on a dataset")
+    _add_common(ev)
+    ev.add_argument("--agent", default="gold", choices=["gold", "replay"])
+    ev.add_argument("--trajectories", help="recorded episodes for --agent replay")
+    ev.add_argument("--tasks", help="task indices, e.g. 0-99,120 (default: all)")
+    ev.add_argument("--workers", type=int, default=2, help="episodes at once (2)")
+    ev.add_argument("--turns", type=int, default=None, help="turn limit per episode")
+    ev.add_argument("--output", default=DEFAULT_OUTPUT, help=f"run folder ({DEFAULT_OUTPUT})")
+    ev.add_argument("--resume", action="store_true", help="finish an interrupted run")
+    ev.add_argument("--upstream-quirks", action="store_true",
+                    help="run actions as upstream did (quote stripping, stateless exec)")
+    ev.add_argument("--no-progress", action="store_true")
+
+    va = sub.add_parser("validate", help="check that every gold solution scores 1.0")
+    _add_common(va)
+    va.add_argument("--workers", type=int, default=2)
+    va.add_argument("--output", default=None, help="also keep the run folder here")
+    va.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    pl = sub.add_parser("play", help="be the agent: type commands, then submit")
+    _add_common(pl)
+    pl.add_argument("--task", type=int, default=None, help="task index (default: random)")
+
+    sub.add_parser("doctor", help="check that this machine can run the sandboxes")
+    ds = sub.add_parser("datasets", help="list the datasets")
+    ds.add_argument("env", nargs="?", default=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    command = args.command or "eval"
+    if args.command is None:
+        args = parser.parse_args(["eval", *(argv or [])])
+    try:
+        return COMMANDS[command](args)
+    except IntercodeError as exc:
+        print(f"intercode: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nintercode: interrupted; finished episodes are saved", file=sys.stderr)
+        return 130
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``intercode eval``."""
+    from intercode.datasets import load_dataset
+    from intercode.runner.run import RunConfig, execute, parse_task_ranges
+    from intercode.runner.summary import format_summary
+
+    dataset = args.dataset or "nl2bash"
+    tasks = None
+    if args.tasks:
+        tasks = parse_task_ranges(args.tasks, len(load_dataset(dataset)))
+    cfg = RunConfig(env=args.env, dataset=dataset, agent=args.agent, output=Path(args.output),
+                    workers=args.workers, tasks=tasks, max_turns=args.turns,
+                    trajectories=args.trajectories, limits=_limits(args),
+                    upstream_quirks=args.upstream_quirks, resume=args.resume)
+    summary = execute(cfg, progress=not args.no_progress)
+    print(format_summary(summary))
+    print(f"results    {Path(args.output) / 'results.jsonl'}")
+    return 0 if summary["errors"] == 0 else 1
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """``intercode validate``."""
+    from intercode.validate import format_report, validate
+
+    report = validate(args.env, args.dataset or "nl2bash", workers=args.workers,
+                      limits=_limits(args), output=Path(args.output) if args.output else None)
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    return 0 if not report["unexpected"] else 1
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """``intercode play``."""
+    from intercode.play import play
+
+    return play(args.env, args.dataset or "nl2bash-fs1", args.task, _limits(args))
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """``intercode doctor``."""
+    from intercode.doctor import run_doctor
+
+    return run_doctor()
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    """``intercode datasets``."""
+    from intercode.datasets import dataset_names
+    from intercode.datasets.registry import LOADERS
+
+    for name in dataset_names(args.env):
+        print(f"{name:14s} {LOADERS[name][0]}")
+    return 0
+
+
+COMMANDS = {"eval": cmd_eval, "validate": cmd_validate, "play": cmd_play,
+            "doctor": cmd_doctor, "datasets": cmd_datasets}

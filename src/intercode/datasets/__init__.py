@@ -1,0 +1,6 @@
+"""Datasets: pinned upstream data, task loaders and prepared file systems."""
+
+from intercode.datasets.registry import dataset_names, load_dataset
+from intercode.datasets.tasks import BashTask, Dataset, Task
+
+__all__ = ["BashTask", "Dataset", "Task", "dataset_names", "load_dataset"]

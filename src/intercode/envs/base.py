@@ -1,0 +1,135 @@
+"""What every intercode environment shares: the Gymnasium glue.
+
+Subclasses load a task, execute an action, and evaluate the current state; this
+class picks tasks (by option or seeded random), counts turns, handles ``submit``
+and ``skip``, and builds ``info``. Turn limits are Gymnasium's ``TimeLimit``.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+
+from intercode.datasets import Dataset, Task, load_dataset
+from intercode.envs.spaces import AnyText
+from intercode.errors import ConfigError, EnvStateError
+
+MAX_ACTION = 1 << 20
+MAX_OBSERVATION = 1 << 24
+
+
+class Evaluation:
+    """Result of scoring the current state (what submitting now would give)."""
+
+    def __init__(self, reward: float, success: bool, info: dict[str, Any]) -> None:
+        self.reward = reward
+        self.success = success
+        self.info = info
+
+
+class IntercodeEnv(gym.Env[str, str]):
+    """Base of the intercode environments (text actions, text observations)."""
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    env_name = "intercode"
+    submit_keyword = "submit"
+    skip_keyword = "skip"
+
+    def __init__(self, dataset: str | Dataset, render_mode: str | None = None) -> None:
+        self.dataset = load_dataset(dataset) if isinstance(dataset, str) else dataset
+        if self.dataset.env != self.env_name:
+            raise ConfigError(f"dataset {self.dataset.name!r} is for the {self.dataset.env} "
+                              f"environment, not {self.env_name}")
+        if len(self.dataset) == 0:
+            raise ConfigError(f"dataset {self.dataset.name!r} has no tasks")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(f"unknown render mode {render_mode!r}")
+        self.render_mode = render_mode
+        self.action_space = AnyText(max_length=MAX_ACTION, min_length=1)
+        self.observation_space = AnyText(max_length=MAX_OBSERVATION)
+        self.task: Task | None = None
+        self.turn = 0
+        self.done = True
+        self.history: list[tuple[str, str]] = []
+
+    # -- to implement --------------------------------------------------------------------
+
+    @abstractmethod
+    def load_task(self, task: Task) -> None:
+        """Prepare a pristine state for ``task``."""
+
+    @abstractmethod
+    def execute(self, action: str) -> tuple[str, dict[str, Any]]:
+        """Run an action; return the observation and its info."""
+
+    @abstractmethod
+    def evaluate(self) -> Evaluation:
+        """Score the current state without ending the episode."""
+
+    # -- Gymnasium API -------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode on ``options["task"]`` or on a task drawn with the seed."""
+        super().reset(seed=seed)
+        index = (options or {}).get("task")
+        if index is None:
+            index = int(self.np_random.integers(len(self.dataset)))
+        if not isinstance(index, int) or isinstance(index, bool) or not (
+                0 <= index < len(self.dataset)):
+            raise ConfigError(f"task must be an integer in [0, {len(self.dataset)}), got {index!r}")
+        self.task = self.dataset[index]
+        self.load_task(self.task)
+        self.turn = 0
+        self.done = False
+        self.history = []
+        return self.task.query, self._task_info()
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Run an action; ``submit`` ends the episode with the reward, ``skip`` with 0."""
+        if self.task is None:
+            raise EnvStateError("call reset() before step()")
+        if self.done:
+            raise EnvStateError("the episode has ended; call reset()")
+        if not isinstance(action, str):
+            raise TypeError(f"actions are strings, got {type(action).__name__}")
+        self.turn += 1
+        keyword = action.strip()
+        if keyword == self.submit_keyword:
+            result = self.evaluate()
+            self.done = True
+            info = {"turn": self.turn, "submitted": True, "success": result.success,
+                    **result.info}
+            return self.last_observation(), float(result.reward), True, False, info
+        if keyword == self.skip_keyword:
+            self.done = True
+            return "", 0.0, True, False, {"turn": self.turn, "skipped": True, "success": False}
+        observation, info = self.execute(action)
+        self.history.append((action, observation))
+        return observation, 0.0, False, False, {"turn": self.turn, **info}
+
+    def render(self) -> str | None:
+        """``ansi``: the episode so far as text; ``human``: print it."""
+        if self.task is None or self.render_mode is None:
+            return None
+        lines = [f"Task {self.task.index}: {self.task.query}"]
+        for action, observation in self.history:
+            lines += [f"$ {action}", observation.rstrip("\n")]
+        text = "\n".join(lines) + "\n"
+        if self.render_mode == "human":
+            print(text, end="")
+            return None
+        return text
+
+    def last_observation(self) -> str:
+        """The last action's observation (the query if no action ran yet)."""
+        if self.history:
+            return self.history[-1][1]
+        return self.task.query if self.task is not None else ""
+
+    def _task_info(self) -> dict[str, Any]:
+        assert self.task is not None
+        return {"task": self.task.index, "dataset": self.dataset.name,
+                "source": self.task.source, "source_index": self.task.source_index}

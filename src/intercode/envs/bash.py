@@ -1,0 +1,189 @@
+"""The Bash environment: NL2Bash tasks in a persistent shell inside a sandbox.
+
+The agent's actions run in one sandbox; the gold command runs in a second,
+pristine sandbox of the same task when the state is evaluated. Both sandboxes live
+as long as the environment, and a reset only restores what changed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from intercode.datasets import BashTask, Dataset, Task
+from intercode.datasets.fsbuild import prepared_fs
+from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.errors import ConfigError, RewardError, SandboxError
+from intercode.rewards.bash import BashReward, BashSnapshot, bash_reward, common_added
+from intercode.sandbox.base import Change, ExecResult, Sandbox
+from intercode.sandbox.bwrap import BwrapSandbox
+from intercode.sandbox.limits import Limits
+
+# Upstream's docker.gitignore: these names are ignored at any depth by the diff.
+IGNORED_NAMES = ("bin", "boot", "dev", "etc", "home", "lib", "media", "opt", "proc", "root",
+                 "run", "sbin", "srv", "sys", "usr", "var", ".dockerenv")
+
+SandboxFactory = Callable[[Limits], Sandbox]
+
+
+class BashEnv(IntercodeEnv):
+    """``gymnasium.make("intercode/bash-v0", dataset="nl2bash-fs1")``.
+
+    Args:
+        dataset: a Bash dataset name (see ``intercode.dataset_names("bash")``) or a
+            loaded :class:`~intercode.datasets.Dataset`.
+        limits: sandbox limits (timeout per action, memory, ...).
+        sandbox: a factory ``limits -> Sandbox``; bubblewrap by default.
+        upstream_quirks: run every action (and the gold) as upstream InterCode did:
+            a fresh ``/bin/bash -c "<action>"`` split by Docker's argument splitting,
+            which strips inner double quotes, with ``cd`` emulated. Off by default;
+            meant for reproducing recorded results, not for new evaluations.
+    """
+
+    env_name = "bash"
+
+    def __init__(self, dataset: str | Dataset = "nl2bash-fs1", *, limits: Limits | None = None,
+                 sandbox: SandboxFactory | None = None, upstream_quirks: bool = False,
+                 render_mode: str | None = None) -> None:
+        super().__init__(dataset, render_mode=render_mode)
+        self.limits = limits or Limits()
+        self._factory: SandboxFactory = sandbox or (lambda lim: BwrapSandbox(lim))
+        self.upstream_quirks = upstream_quirks
+        self._agent: Sandbox | None = None
+        self._gold: Sandbox | None = None
+        self._gold_cache: tuple[BashSnapshot, ExecResult] | None = None
+        self._workdir = "/"
+
+    # -- sandboxes -----------------------------------------------------------------------
+
+    def _sandbox(self, which: str) -> Sandbox:
+        current = self._agent if which == "agent" else self._gold
+        if current is None or not current.alive:
+            if current is not None:
+                current.close()
+            current = self._factory(self.limits)
+            current.start()
+            if which == "agent":
+                self._agent = current
+            else:
+                self._gold = current
+        return current
+
+    def load_task(self, task: Task) -> None:
+        """Restore the task's prepared file system and start a fresh shell."""
+        if not isinstance(task, BashTask):
+            raise ConfigError(f"task {task.index} of {task.dataset} is not a Bash task")
+        tree = prepared_fs(task.fs).tree
+        self._sandbox("agent").load(tree)
+        self._gold_cache = None
+        self._workdir = "/"
+
+    # -- actions -------------------------------------------------------------------------
+
+    def execute(self, action: str) -> tuple[str, dict[str, Any]]:
+        """Run an action in the agent's shell."""
+        result = self._run(self._sandbox("agent"), action, track_cd=True)
+        info = {
+            "exit_code": result.exit_code,
+            "action_executed": result.exit_code == 0,
+            "timed_out": result.timed_out,
+            "output_truncated": result.output_truncated,
+            "shell_restarted": result.shell_restarted,
+            "cwd": result.cwd,
+        }
+        return result.observation, info
+
+    def _run(self, sandbox: Sandbox, action: str, track_cd: bool) -> ExecResult:
+        if not self.upstream_quirks:
+            return sandbox.run(action)
+        return self._run_like_upstream(sandbox, action, track_cd)
+
+    def _run_like_upstream(self, sandbox: Sandbox, action: str, track_cd: bool) -> ExecResult:
+        """Upstream's ``exec_run(f'/bin/bash -c "{action}"', workdir=...)`` with its cd emulation."""
+        action = action.strip()
+        workdir = self._workdir if track_cd else "/"
+        is_cd = track_cd and action.startswith("cd")
+        new_path = workdir
+        if is_cd:
+            new_path = upstream_simplify_path(workdir, action.partition("cd ")[2].strip())
+            action, workdir = f"cd {new_path}", "/"
+        try:
+            argv = shlex.split(f'/bin/bash -c "{action}"')
+        except ValueError:
+            return ExecResult(output="Malformed command", exit_code=None, cwd=workdir)
+        result = sandbox.exec(argv, cwd=workdir)
+        if result.timed_out:
+            return ExecResult(output="Command timed out", exit_code=None, timed_out=True,
+                              cwd=workdir)
+        if is_cd and result.exit_code == 0:
+            self._workdir = new_path
+        return result
+
+    # -- reward --------------------------------------------------------------------------
+
+    def evaluate(self) -> Evaluation:
+        """The reward submitting now would give (upstream's Try Again evaluation)."""
+        reward = self.reward()
+        info = {"reward_parts": reward.parts(), "similarity": reward.similarity,
+                "diff_miss": [[c.path, c.code] for c in reward.diff_miss],
+                "diff_extra": [[c.path, c.code] for c in reward.diff_extra],
+                "diff_same": {"files": [[c.path, c.code] for c in reward.diff_same],
+                              "correct": reward.same_correct, "total": len(reward.diff_same)},
+                "gold_exit_code": self._gold_cache[1].exit_code if self._gold_cache else None}
+        return Evaluation(reward.reward, reward.success, info)
+
+    def reward(self) -> BashReward:
+        """Compute the full reward of the current state."""
+        if self.task is None:
+            raise RewardError("no task loaded")
+        try:
+            agent_box = self._sandbox("agent")
+            agent = BashSnapshot(tuple(agent_box.diff(IGNORED_NAMES)), self.last_observation())
+            gold, _ = self._gold_result()
+            paths = common_added(agent.changes, gold.changes)
+            agent_hashes = agent_box.hashes(paths)
+            gold_hashes = self._sandbox("gold").hashes(paths)
+        except SandboxError as exc:
+            raise RewardError(f"could not evaluate task {self.task.index}: {exc}") from exc
+        return bash_reward(agent, gold, agent_hashes, gold_hashes)
+
+    def _gold_result(self) -> tuple[BashSnapshot, ExecResult]:
+        """Run the gold command once per episode in the pristine gold sandbox."""
+        if self._gold_cache is None:
+            assert isinstance(self.task, BashTask)
+            box = self._sandbox("gold")
+            box.load(prepared_fs(self.task.fs).tree)
+            saved = self._workdir
+            try:
+                result = self._run(box, self.task.gold, track_cd=False)
+            finally:
+                self._workdir = saved
+            snapshot = BashSnapshot(tuple(box.diff(IGNORED_NAMES)), result.observation)
+            self._gold_cache = (snapshot, result)
+        return self._gold_cache
+
+    def gold_output(self) -> ExecResult:
+        """The gold command's result on the pristine file system."""
+        return self._gold_result()[1]
+
+    def diff(self) -> list[Change]:
+        """The agent's changes to the file system so far."""
+        return self._sandbox("agent").diff(IGNORED_NAMES)
+
+    def close(self) -> None:
+        """Stop both sandboxes."""
+        for box in (self._agent, self._gold):
+            if box is not None:
+                box.close()
+        self._agent = self._gold = None
+        super().close()
+
+
+def upstream_simplify_path(current: str, changed: str) -> str:
+    """Where upstream's emulated ``cd`` went: ``changed`` resolved lexically from ``current``."""
+    if not changed:
+        return current
+    joined = changed if changed.startswith("/") else f"{current}/{changed}"
+    return "/" + posixpath.normpath("/" + joined).lstrip("/")

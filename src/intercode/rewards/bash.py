@@ -1,0 +1,93 @@
+"""InterCode's Bash reward, as a pure function of two snapshots.
+
+Upstream (``get_reward`` in ``intercode/envs/bash/bash_env.py``) adds four parts,
+each rounded to two decimals:
+
+* 0.01 base;
+* 0.33 x (1 - erf(#missing + #extra)), comparing the sets of ``(path, status)``
+  changes of the agent and of the gold run against the pristine file system;
+* 0.33 x the share of changes both sides made with status ``A``, ``??`` or ``C``
+  whose content fingerprints agree (0.33 when there are none);
+* 0.33 x the TF-IDF cosine similarity of the agent's last observation and the gold
+  command's output.
+
+Success is a reward of 1.0 (upstream stops Try Again episodes on ``reward == 1``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from intercode.rewards.tfidf import answer_similarity
+from intercode.sandbox.base import Change
+
+ADDED_CODES = ("A", "??", "C")
+
+
+@dataclass(frozen=True)
+class BashSnapshot:
+    """What the reward needs from one side: its changes and its last output."""
+
+    changes: tuple[Change, ...]
+    output: str | None
+
+
+@dataclass(frozen=True)
+class BashReward:
+    """The reward, its rounded parts and what they were computed from."""
+
+    reward: float
+    file_diff: float
+    file_changes: float
+    answer_similarity: float
+    similarity: float
+    diff_miss: tuple[Change, ...]
+    diff_extra: tuple[Change, ...]
+    diff_same: tuple[Change, ...]
+    same_correct: int
+
+    @property
+    def success(self) -> bool:
+        """Whether the reward is 1.0 (at two decimals)."""
+        return round(self.reward, 2) >= 1.0
+
+    def parts(self) -> dict[str, float]:
+        """The three rounded parts, by upstream's names."""
+        return {"file_diff": self.file_diff, "file_changes": self.file_changes,
+                "answer_similarity": self.answer_similarity}
+
+
+def common_added(agent: Sequence[Change], gold: Sequence[Change]) -> list[str]:
+    """Paths both sides added (status A, ?? or C), whose fingerprints must be compared."""
+    same = set(agent) & set(gold)
+    return sorted(c.path for c in same if c.code in ADDED_CODES)
+
+
+def bash_reward(agent: BashSnapshot, gold: BashSnapshot,
+                agent_hashes: Mapping[str, str], gold_hashes: Mapping[str, str]) -> BashReward:
+    """Compute the reward; the hash maps must cover :func:`common_added`'s paths."""
+    agent_set, gold_set = set(agent.changes), set(gold.changes)
+    miss = tuple(sorted(gold_set - agent_set, key=_key))
+    extra = tuple(sorted(agent_set - gold_set, key=_key))
+    reward = 0.01
+    file_diff = round(0.33 * (1 - math.erf(len(miss) + len(extra))), 2)
+    reward += file_diff
+    same = tuple(sorted((c for c in agent_set & gold_set if c.code in ADDED_CODES), key=_key))
+    correct = 0
+    file_changes = 0.33
+    if same:
+        correct = sum(1 for c in same if agent_hashes[c.path] == gold_hashes[c.path])
+        file_changes = round(0.33 * (correct / len(same)), 2)
+    reward += file_changes
+    similarity = answer_similarity(agent.output, gold.output)
+    answer = round(0.33 * similarity, 2)
+    reward += answer
+    return BashReward(reward=reward, file_diff=file_diff, file_changes=file_changes,
+                      answer_similarity=answer, similarity=similarity, diff_miss=miss,
+                      diff_extra=extra, diff_same=same, same_correct=correct)
+
+
+def _key(change: Change) -> tuple[str, str]:
+    return (change.path, change.code)

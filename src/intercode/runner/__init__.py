@@ -1,0 +1,1 @@
+"""Running episodes: one episode to a record, many in parallel, logs and summaries."""

@@ -1,0 +1,98 @@
+"""``results.jsonl``: one record per finished episode, appended and fsync'd.
+
+A run can be resumed: records already in the file are kept, tasks with an ``ok``
+record are not run again, and a torn last line (a crash mid-write) is cut off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from intercode.errors import ConfigError
+
+
+class ResultsLog:
+    """Append-only JSONL file of episode records."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: Any = None
+
+    def repair(self) -> int:
+        """Cut a torn last line; return the number of bytes removed."""
+        if not self.path.exists():
+            return 0
+        size = self.path.stat().st_size
+        if size == 0:
+            return 0
+        with self.path.open("rb+") as fh:
+            fh.seek(max(0, size - (1 << 20)))
+            tail = fh.read()
+            if tail.endswith(b"\n"):
+                return 0
+            cut = tail.rfind(b"\n")
+            keep = size - len(tail) + cut + 1 if cut >= 0 else 0
+            fh.truncate(keep)
+            return size - keep
+
+    def read(self) -> list[dict[str, Any]]:
+        """All complete records in the file (unparseable lines are skipped)."""
+        if not self.path.exists():
+            return []
+        records = []
+        with self.path.open("r", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.endswith("\n"):
+                    break
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(obj, dict) and "task" in obj:
+                    records.append(obj)
+        return records
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record durably."""
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("a", encoding="utf-8")
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def latest_by_task(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The last record of each task (a resumed run supersedes earlier errors)."""
+    latest: dict[int, dict[str, Any]] = {}
+    for rec in records:
+        latest[int(rec["task"])] = rec
+    return latest
+
+
+def save_json(path: Path, data: Any) -> None:
+    """Write a JSON file atomically."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def check_resumable(config_path: Path, config: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """Refuse to resume into a run with a different configuration."""
+    try:
+        old = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot resume: {config_path} is unreadable ({exc})") from exc
+    for key in keys:
+        if old.get(key) != config.get(key):
+            raise ConfigError(f"cannot resume: {key} was {old.get(key)!r} in {config_path}, "
+                              f"now {config.get(key)!r}; use a new --output")

@@ -1,0 +1,62 @@
+"""The episode record: one line of ``results.jsonl`` (schema version 1).
+
+Fields are only ever added, never renamed or removed; readers must ignore fields
+they do not know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One action and what it gave."""
+
+    action: str
+    observation: str
+    reward: float | None
+    valid: bool = True
+    submit: bool = False
+    exit_code: int | None = None
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """Everything about one finished episode.
+
+    ``status`` is ``"ok"`` or ``"error"``; an error is an infrastructure fault
+    (``error`` says which) and never carries a reward. ``reward`` is the episode's
+    reward: the submitted one, or the best per-turn score under Try Again.
+    """
+
+    env: str
+    dataset: str
+    task: int
+    source: str
+    source_index: int
+    query: str
+    agent: str
+    status: str
+    reward: float | None
+    success: bool | None
+    turns: tuple[Turn, ...]
+    error: str | None = None
+    reward_info: dict[str, Any] | None = None
+    best_turn: int | None = None
+    duration_s: float = 0.0
+    started_at: str = ""
+    worker: int = 0
+    known_issue: str | None = None
+    schema: int = SCHEMA
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-serialisable dict."""
+        data = asdict(self)
+        data["turns"] = [asdict(t) for t in self.turns]
+        return data
