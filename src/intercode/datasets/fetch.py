@@ -10,6 +10,7 @@ file is checked against its sha256.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import logging
 import os
 import tempfile
@@ -87,14 +88,18 @@ def _digest(path: Path) -> str:
 
 def _download(spec: DataFile, target: Path, attempts: int = 3) -> None:
     url = os.environ.get("INTERCODE_DATA_URL", DEFAULT_URL).rstrip("/") + "/" + spec.upstream
+    try:
+        request = urllib.request.Request(url)
+    except ValueError as exc:
+        raise DatasetError(f"INTERCODE_DATA_URL gives an invalid URL {url!r}: {exc}") from exc
     target.parent.mkdir(parents=True, exist_ok=True)
     error: Exception | None = None
     for attempt in range(attempts):
         try:
-            with urllib.request.urlopen(url, timeout=60) as resp:
+            with urllib.request.urlopen(request, timeout=60) as resp:
                 data = resp.read(spec.size + 1)
             break
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError) as exc:
             error = exc
             time.sleep(0.5 * (attempt + 1))
     else:

@@ -3,9 +3,20 @@
 Upstream InterCode fits ``TfidfVectorizer()`` on ``[agent_output, gold_output]`` and
 takes the off-diagonal of ``X @ X.T``. The defaults are: lower-casing, tokens
 ``(?u)\\b\\w\\w+\\b``, raw counts, smoothed idf ``ln((1 + n) / (1 + df)) + 1`` and L2
-row normalisation. This module computes the same numbers without scikit-learn,
-summing in the same (alphabetical feature) order; a test checks it against
-scikit-learn on many pairs.
+row normalisation. This module computes the same numbers without scikit-learn.
+
+Floating-point sums depend on their order, and the reward rounds ``0.33 x`` the
+similarity to two decimals, so a last-bit difference can change the reward (e.g. a
+cosine of exactly 5/6 gives 0.27 or 0.28). The sums are therefore done in the order
+scikit-learn's sparse rows store their entries, which is *not* the alphabetical
+feature order: ``CountVectorizer`` numbers terms by first appearance in the corpus,
+sorts each row by that number, and then renumbers the terms alphabetically without
+reordering the rows. So the agent's row is in order of first appearance in the agent
+text; the gold row lists the terms it shares with the agent text (in the agent's
+order) and then its own terms (in order of first appearance). The row norms are
+plain running sums in that order, and ``X @ X.T`` (scipy's CSR product) accumulates
+the off-diagonal entry over the agent's row in that order. A test checks the result
+against scikit-learn on many pairs.
 """
 
 from __future__ import annotations
@@ -28,24 +39,33 @@ def tfidf_cosine(first: str, second: str) -> float | None:
     scikit-learn raises ``ValueError`` (empty vocabulary) in the ``None`` case.
     """
     counts = (Counter(tokens(first)), Counter(tokens(second)))
-    vocabulary = sorted(set(counts[0]) | set(counts[1]))
-    if not vocabulary:
+    if not counts[0] and not counts[1]:
         return None
+    # Counter keeps first-appearance order, which is the corpus-wide term numbering
+    # for the first text; the second text's row lists shared terms first.
+    orders = (list(counts[0]),
+              [t for t in counts[0] if t in counts[1]]
+              + [t for t in counts[1] if t not in counts[0]])
     n_docs = 2
-    idf = {}
-    for term in vocabulary:
-        df = (term in counts[0]) + (term in counts[1])
-        idf[term] = math.log((1 + n_docs) / (1 + df)) + 1.0
-    rows = []
-    for count in counts:
-        row = [(term, count[term] * idf[term]) for term in vocabulary if term in count]
-        norm = math.sqrt(sum(value * value for _, value in row))
-        rows.append({term: value / norm for term, value in row} if norm > 0 else {})
+    rows: list[dict[str, float]] = []
+    for count, order in zip(counts, orders, strict=True):
+        values = {}
+        for term in order:
+            df = (term in counts[0]) + (term in counts[1])
+            idf = math.log((1 + n_docs) / (1 + df)) + 1.0
+            values[term] = float(count[term]) * idf
+        norm = 0.0
+        for term in order:  # a plain running sum (not sum(), which compensates in 3.12+)
+            norm += values[term] * values[term]
+        if norm != 0.0:
+            norm = math.sqrt(norm)
+            values = {term: value / norm for term, value in values.items()}
+        rows.append(values)
     similarity = 0.0
-    for term, value in sorted(rows[0].items()):
+    for term in orders[0]:
         other = rows[1].get(term)
         if other is not None:
-            similarity += value * other
+            similarity += rows[0][term] * other
     return similarity
 
 

@@ -1,0 +1,56 @@
+"""Shared fixtures: the data mirror, a private cache, sandboxes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_MIRROR = ROOT.parent / "shared" / "datasets" / "intercode"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Use the shared data mirror unless the environment names another one."""
+    if "INTERCODE_DATA_MIRROR" not in os.environ and DEFAULT_MIRROR.is_dir():
+        os.environ["INTERCODE_DATA_MIRROR"] = str(DEFAULT_MIRROR)
+
+
+@pytest.fixture(scope="session")
+def mirror() -> Path:
+    """The data mirror the tests read (tests that need data fail clearly without it)."""
+    path = os.environ.get("INTERCODE_DATA_MIRROR")
+    if not path or not Path(path).is_dir():
+        pytest.fail("INTERCODE_DATA_MIRROR must point at a copy of the InterCode data")
+    return Path(path)
+
+
+@pytest.fixture(scope="session")
+def sandbox_factory():
+    """Builds started sandboxes of the default backend; closes them at the end."""
+    from intercode.sandbox.bwrap import BwrapSandbox
+
+    made = []
+
+    def make(**kwargs):
+        box = BwrapSandbox(**kwargs)
+        box.start()
+        made.append(box)
+        return box
+
+    yield make
+    for box in made:
+        box.close()
+
+
+@pytest.fixture()
+def sandbox(sandbox_factory) -> Iterator:
+    """A fresh started sandbox with an empty task tree."""
+    from intercode.sandbox.filetree import FileTree
+
+    box = sandbox_factory()
+    box.load(FileTree.of([]))
+    yield box
+    box.close()

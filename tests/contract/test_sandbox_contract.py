@@ -1,0 +1,351 @@
+"""The contract every sandbox backend must pass (run for each registered backend).
+
+Each abuse test checks that the episode goes on (the next action works) and that
+the host is untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from intercode.sandbox import BACKENDS, create_sandbox
+from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
+from intercode.sandbox.limits import Limits
+
+PROJECT = Path(__file__).resolve().parents[2]
+TREE = FileTree.of([
+    Entry("work", DIR, 0o755, 1_600_000_000 * 10**9),
+    Entry("work/a.txt", FILE, 0o644, 1_600_000_000 * 10**9, b"alpha\n"),
+    Entry("work/run.sh", FILE, 0o755, 1_600_000_000 * 10**9, b"#!/bin/sh\necho run\n"),
+])
+
+
+@pytest.fixture(params=sorted(BACKENDS), scope="module")
+def backend(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def box(backend):
+    """One sandbox shared by the non-destructive tests of a module."""
+    sb = create_sandbox(backend, limits=Limits(timeout=5))
+    sb.start()
+    sb.load(TREE)
+    yield sb
+    sb.close()
+
+
+@pytest.fixture()
+def fresh(backend):
+    """A sandbox of its own, with short limits, for destructive tests."""
+    sb = create_sandbox(backend, limits=Limits(timeout=2, kill_grace=0.5, processes=64,
+                                               memory=512 << 20, storage=64 << 20,
+                                               output=4096, output_hard=1 << 20))
+    sb.start()
+    sb.load(TREE)
+    yield sb
+    sb.close()
+
+
+def sleeper(marker: str) -> str:
+    """A shell command that sleeps with ``marker`` in its command line."""
+    return f"(exec -a {marker} sleep 300)"
+
+
+def host_pids_with(marker: str) -> list[int]:
+    """Host processes whose command line contains ``marker``."""
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+# -- the persistent shell --------------------------------------------------------------
+
+
+def test_state_persists_between_actions(box):
+    box.reset()
+    assert box.run("cd /work && export GREETING=hi && count=3").exit_code == 0
+    box.run("greet() { echo \"$GREETING $1 $count\"; }")
+    r = box.run("pwd; greet you")
+    assert r.output == "/work\nhi you 3\n"
+    assert r.cwd == "/work"
+
+
+def test_exit_code_and_interleaved_output(box):
+    r = box.run("echo one; echo two >&2; echo three; false")
+    assert r.output == "one\ntwo\nthree\n"
+    assert r.exit_code == 1
+    assert box.run("exit_status_test() { return 42; }; exit_status_test").exit_code == 42
+
+
+def test_syntax_error_is_an_observation(box):
+    r = box.run("echo 'unclosed")
+    assert r.exit_code == 2 and "unexpected EOF" in r.output
+    assert box.run("echo fine").output == "fine\n"
+
+
+def test_command_not_found_looks_like_bash_c(box):
+    r = box.run("no_such_command_xyz")
+    assert r.exit_code == 127
+    assert r.output == "/bin/bash: line 1: no_such_command_xyz: command not found\n"
+
+
+def test_stdin_is_empty(box):
+    r = box.run("cat; read x; echo \"read=$? x=$x\"")
+    assert r.output == "read=1 x=\n"
+
+
+def test_unicode_round_trip(box):
+    r = box.run("echo 'héllo wörld ✓ 中文'")
+    assert r.output == "héllo wörld ✓ 中文\n"
+
+
+def test_multiline_action_and_heredoc(box):
+    r = box.run("cat > /tmp/h.txt <<'EOF'\nline 1\nline $2\nEOF\nfor i in 1 2; do\n  echo $i\ndone\ncat /tmp/h.txt")
+    assert r.output == "1\n2\nline 1\nline $2\n"
+
+
+def test_reset_restores_tree_and_shell(box):
+    box.run("cd /work; rm a.txt; echo x > new.txt; chmod -x run.sh; mkdir -p /tmp/q/r; V=1")
+    box.reset()
+    r = box.run("pwd; echo \"V=$V\"; ls -A /work /tmp; cat /work/a.txt; test -x /work/run.sh && echo exec")
+    assert r.output == "/\nV=\n/tmp:\n\n/work:\na.txt\nrun.sh\nalpha\nexec\n"
+    assert box.diff() == []
+
+
+def test_exec_outside_the_shell(box):
+    box.reset()
+    r = box.exec(["/bin/sh", "-c", "echo $0 \"$1\"", "prog", "a b"], cwd="/work")
+    assert r.output == "prog a b\n" and r.exit_code == 0
+    r = box.exec(["/bin/sh", "-c", "sleep 5"], timeout=0.5)
+    assert r.timed_out
+    assert box.run("echo ok").output == "ok\n"
+
+
+# -- isolation ---------------------------------------------------------------------------
+
+
+def test_identity_is_unprivileged(box):
+    r = box.run("id -u; id -un; hostname; echo $HOME")
+    uid, name, host, home = r.output.split()
+    assert uid != "0" and name != "root"
+    assert host == "intercode" and home == f"/home/{name}"
+
+
+def test_host_files_are_invisible(box):
+    home = Path.home()
+    for path in (str(PROJECT), str(home / ".bashrc"), "/root/.bash_history"):
+        r = box.run(f"ls -d {path!r} 2>&1")
+        assert "No such file or directory" in r.output, path
+    r = box.run("cat /etc/shadow 2>&1")
+    assert "Permission denied" in r.output or "No such file" in r.output
+
+
+def test_host_system_is_read_only(box):
+    r = box.run("touch /usr/intercode_probe /etc/intercode_probe 2>&1; echo $?")
+    assert r.output.count("Read-only file system") == 2
+    assert not Path("/usr/intercode_probe").exists()
+
+
+def test_tmp_is_private(box):
+    marker = f"intercode-probe-{uuid.uuid4().hex}"
+    Path("/tmp", marker).write_text("host")
+    try:
+        r = box.run(f"ls /tmp/{marker} 2>&1; echo inside > /tmp/{marker}.in")
+        assert "No such file" in r.output
+        assert not Path("/tmp", marker + ".in").exists()
+    finally:
+        Path("/tmp", marker).unlink()
+
+
+def test_sandboxes_do_not_see_each_other(backend):
+    with create_sandbox(backend) as a, create_sandbox(backend) as b:
+        a.load(TREE)
+        b.load(TREE)
+        a.run("echo secret > /work/only-a.txt; sleep 60 &")
+        r = b.run("ls /work; ps -e -o comm= 2>/dev/null | grep -c sleep")
+        assert "only-a.txt" not in r.output
+        assert r.output.strip().endswith("0")
+
+
+def test_network_is_loopback_only(box):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    accepted = []
+    server.settimeout(3)
+
+    def accept():
+        try:
+            accepted.append(server.accept())
+        except OSError:
+            pass
+
+    t = threading.Thread(target=accept)
+    t.start()
+    try:
+        r = box.run(f"(echo hi > /dev/tcp/127.0.0.1/{port}) 2>&1; echo rc=$?; "
+                    "grep -c ':' /proc/net/dev")
+        assert "rc=1" in r.output
+        interfaces = int(r.output.strip().splitlines()[-1])
+        assert interfaces == 1  # only lo
+        r = box.run("curl -sS -m 2 http://1.1.1.1 2>&1; echo rc=$?")
+        assert "rc=0" not in r.output
+    finally:
+        server.close()
+        t.join()
+    assert accepted == []
+
+
+# -- limits and abuse --------------------------------------------------------------------
+
+
+def test_timeout_kills_the_whole_tree(fresh):
+    marker = uuid.uuid4().hex[:12]
+    started = time.monotonic()
+    r = fresh.run(f"({sleeper(marker)} &) ; setsid bash -c '{sleeper(marker)}' & {sleeper(marker)}")
+    assert r.timed_out and "timed out" in r.observation
+    assert time.monotonic() - started < 5
+    assert host_pids_with(marker) == []
+    assert fresh.run("echo after").output == "after\n"
+
+
+def test_timeout_keeps_shell_state_when_possible(fresh):
+    fresh.run("cd /work; KEEP=yes")
+    r = fresh.run("sleep 30")
+    assert r.timed_out and not r.shell_restarted
+    assert fresh.run("echo $KEEP; pwd").output == "yes\n/work\n"
+
+
+def test_busy_loop_in_the_shell_restarts_it(fresh):
+    fresh.run("cd /work")
+    r = fresh.run("while :; do :; done")
+    assert r.timed_out and r.shell_restarted
+    assert "new shell" in r.observation
+    r = fresh.run("pwd")
+    assert r.output == "/work\n"
+
+
+def test_fork_bomb_is_contained(fresh):
+    marker = uuid.uuid4().hex[:12]
+    r = fresh.run(f"bomb_{marker}() {{ bomb_{marker} | bomb_{marker} & }}; bomb_{marker}")
+    time.sleep(1.0)
+    r = fresh.run("echo alive")
+    assert "alive" in r.output
+    r = fresh.run("ls /proc | grep -c '^[0-9]'")
+    assert int(r.output.strip().splitlines()[-1]) < 64
+
+
+def test_memory_hog_is_stopped(fresh):
+    r = fresh.run("python3 -c 'x = bytearray(8 * 2**30)'")
+    assert r.exit_code != 0 and "MemoryError" in r.output
+    r = fresh.run("python3 -c 'import time; x = bytearray(400 * 2**20); x[::4096] = b\"x\" * "
+                  "len(x[::4096]); time.sleep(2)' & python3 -c 'import time; y = bytearray("
+                  "400 * 2**20); y[::4096] = b\"y\" * len(y[::4096]); time.sleep(2)'; wait")
+    assert "was killed" in r.observation
+    assert fresh.run("echo alive").output == "alive\n"
+
+
+def test_disk_fill_is_bounded(fresh):
+    r = fresh.run("head -c 200M /dev/zero > /work/big; echo rc=$?; df -k / | tail -1")
+    assert "No space left" in r.output or "File too large" in r.output
+    fresh.reset()
+    r = fresh.run("ls /work; df -k / | tail -1 | awk '{print $3}'")
+    assert "big" not in r.output
+    assert int(r.output.split()[-1]) < 1024
+
+
+def test_output_flood_is_cut(fresh):
+    started = time.monotonic()
+    r = fresh.run("yes flood")
+    assert time.monotonic() - started < 10
+    assert r.output_truncated and len(r.output) <= 4096
+    assert "output truncated" in r.observation
+    assert fresh.run("echo alive").output == "alive\n"
+
+
+def test_background_process_outlives_its_action_until_close(backend):
+    marker = uuid.uuid4().hex[:12]
+    sb = create_sandbox(backend)
+    sb.start()
+    sb.load(TREE)
+    try:
+        r = sb.run(f"{sleeper(marker)} & echo started")
+        assert r.output == "started\n"
+        assert sb.run("echo next").output == "next\n"
+        assert len(host_pids_with(marker)) == 1
+    finally:
+        sb.close()
+    assert host_pids_with(marker) == []
+
+
+@pytest.mark.parametrize("action", ["exit 3", "kill -9 $$", "exec /bin/echo replaced",
+                                    "set -e; false"])
+def test_shell_death_is_survived(fresh, action):
+    fresh.run("cd /work")
+    r = fresh.run(action)
+    assert r.shell_restarted and "new shell" in r.observation
+    assert fresh.run("pwd").output == "/work\n"
+
+
+@pytest.mark.parametrize("action", ["exec 62>&- 63<&-", "exec 1>&-", "exec 2>/dev/null",
+                                    "kill -STOP $$"])
+def test_tampering_with_descriptors_or_stopping_the_shell(fresh, action):
+    fresh.run(action)
+    r = fresh.run("echo still here")
+    if "1>&-" in action:  # as on a terminal: the shell answers, but its stdout is gone
+        assert r.exit_code == 1 and "Bad file descriptor" in r.output
+    else:
+        assert r.exit_code == 0 and "still here" in r.output
+
+
+def test_binary_and_invalid_utf8_output(fresh):
+    r = fresh.run("printf 'ok\\xff\\xfe\\x00end\\n'; head -c 3000 /usr/bin/bash | tail -c 100 >/dev/null")
+    assert r.output == "ok\ufffd\ufffd\x00end\n"
+
+
+def test_large_action(fresh):
+    payload = "a" * (1 << 20)
+    r = fresh.run(f"x='{payload}'; echo ${{#x}}")
+    assert r.output == f"{1 << 20}\n"
+
+
+def test_nul_in_action_is_refused(fresh):
+    r = fresh.run("echo a\0b")
+    assert r.exit_code is None and "NUL" in r.observation
+    assert fresh.run("echo fine").output == "fine\n"
+
+
+def test_close_leaves_nothing_behind(backend):
+    marker = uuid.uuid4().hex[:12]
+    before = set(os.listdir("/tmp"))
+    sb = create_sandbox(backend)
+    sb.start()
+    sb.load(TREE)
+    sb.run(f"nohup setsid bash -c '{sleeper(marker)}' >/dev/null 2>&1 & disown; "
+           f"echo x > /tmp/{marker}")
+    assert host_pids_with(marker)
+    sb.close()
+    assert host_pids_with(marker) == []
+    assert set(os.listdir("/tmp")) - before == set()
+
+
+def test_dead_sandbox_raises_sandbox_error(backend):
+    from intercode.errors import SandboxError
+
+    sb = create_sandbox(backend)
+    sb.start()
+    sb.load(TREE)
+    sb._proc.kill()  # simulate an infrastructure fault
+    sb._proc.wait()
+    with pytest.raises(SandboxError):
+        sb.run("echo hi")
+    sb.close()
