@@ -378,8 +378,10 @@ def test_broken_http_response_is_a_dataset_error(payload: bytes, no_mirror: Path
         with pytest.raises(DatasetError, match="INTERCODE_DATA_MIRROR"):
             fetch.data_file("nl2bash_fs_4")
     finally:
+        srv.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
         srv.close()
         thread.join(timeout=5)
+        assert not thread.is_alive()
 
 
 def test_invalid_data_url(no_mirror: Path, monkeypatch: pytest.MonkeyPatch,
