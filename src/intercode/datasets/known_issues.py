@@ -26,7 +26,7 @@ class KnownIssue:
     source_index: int
     kind: str
     reason: str
-    gold_scores_one: bool
+    gold_scores_one: bool | None
 
 
 @lru_cache(maxsize=1)
@@ -41,7 +41,7 @@ def _all() -> dict[tuple[str, int], KnownIssue]:
             if item["kind"] not in KINDS:
                 raise ValueError(f"known_issues.json: bad kind {item['kind']!r}")
             out[(source, int(index))] = KnownIssue(source, int(index), item["kind"],
-                                                  item["reason"], bool(item["gold_scores_one"]))
+                                                  item["reason"], item["gold_scores_one"])
     return out
 
 

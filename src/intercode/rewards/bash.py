@@ -9,7 +9,11 @@ each rounded to two decimals:
 * 0.33 x the share of changes both sides made with status ``A``, ``??`` or ``C``
   whose content fingerprints agree (0.33 when there are none);
 * 0.33 x the TF-IDF cosine similarity of the agent's last observation and the gold
-  command's output.
+  command's output. Upstream's similarity is a ``numpy.float64`` (an entry of
+  ``(X * X.T).toarray()``), so its ``round(..., 2)`` is numpy's rounding (scale by
+  100, round half to even, divide by 100), not Python's correctly rounded one; they
+  disagree when ``0.33 x similarity`` is a float next to a half-cent, e.g. a cosine of
+  exactly 0.5 gives 0.16 upstream where Python's ``round(0.165, 2)`` gives 0.17.
 
 Success is a reward of 1.0 (upstream stops Try Again episodes on ``reward == 1``).
 """
@@ -59,6 +63,11 @@ class BashReward:
                 "answer_similarity": self.answer_similarity}
 
 
+def round_like_numpy(value: float) -> float:
+    """``round(numpy.float64(value), 2)`` as a Python float: ``rint(value * 100) / 100``."""
+    return round(value * 100) / 100
+
+
 def common_added(agent: Sequence[Change], gold: Sequence[Change]) -> list[str]:
     """Paths both sides added (status A, ?? or C), whose fingerprints must be compared."""
     same = set(agent) & set(gold)
@@ -82,7 +91,8 @@ def bash_reward(agent: BashSnapshot, gold: BashSnapshot,
         file_changes = round(0.33 * (correct / len(same)), 2)
     reward += file_changes
     similarity = answer_similarity(agent.output, gold.output)
-    answer = round(0.33 * similarity, 2)
+    # The equality fallback is 0 or 1, for which both roundings agree.
+    answer = round_like_numpy(0.33 * similarity)
     reward += answer
     return BashReward(reward=reward, file_diff=file_diff, file_changes=file_changes,
                       answer_similarity=answer, similarity=similarity, diff_miss=miss,

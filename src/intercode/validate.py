@@ -1,0 +1,112 @@
+"""Gold validation: run every gold solution as the agent and explain what does not score 1.0.
+
+Each task ends in one of these groups:
+
+* ``ok``: the gold scores 1.0 and the task has no known issue;
+* ``ok_known``: it scores 1.0 but is listed as a known issue (a gold that fails to run
+  but matches itself, an output that depends on the host, ...);
+* ``fail_known``: it does not score 1.0 and the known-issue list says why;
+* ``unexpected``: it does not score 1.0 and nothing explains it; or the known-issue
+  list says it fails but it scored 1.0. Both must be empty.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from intercode.datasets import load_dataset
+from intercode.datasets.known_issues import known_issues
+from intercode.runner.logs import ResultsLog, latest_by_task
+from intercode.runner.run import RunConfig, execute
+from intercode.sandbox.limits import Limits
+
+
+def validate(env: str, dataset: str, workers: int = 2, limits: Limits | None = None,
+             output: Path | None = None, tasks: tuple[int, ...] | None = None,
+             progress: bool = True) -> dict[str, Any]:
+    """Run the gold agent on ``dataset`` and classify every task."""
+    ds = load_dataset(dataset)
+    with tempfile.TemporaryDirectory(prefix="intercode-validate-") as tmp:
+        folder = output or Path(tmp) / "run"
+        cfg = RunConfig(env=env, dataset=dataset, agent="gold", output=folder, workers=workers,
+                        tasks=tasks, limits=limits or Limits(), resume=output is not None)
+        execute(cfg, progress=progress)
+        records = latest_by_task(ResultsLog(folder / "results.jsonl").read())
+    known = known_issues(dataset)
+    report: dict[str, Any] = {"env": env, "dataset": dataset, "tasks": 0, "scored_one": 0,
+                              "ok": [], "ok_known": [], "fail_known": [], "unexpected": [],
+                              "errors": []}
+    for index in sorted(records):
+        rec = records[index]
+        task = ds[index]
+        report["tasks"] += 1
+        entry = {"task": index, "source": task.source, "source_index": task.source_index,
+                 "gold": task.gold}
+        if rec.get("status") != "ok":
+            report["errors"].append({**entry, "error": rec.get("error")})
+            report["unexpected"].append({**entry, "why": f"error: {rec.get('error')}"})
+            continue
+        success = bool(rec.get("success"))
+        report["scored_one"] += success
+        entry.update(reward=rec.get("reward"), explanation=explain(rec))
+        issue = known.get(index)
+        if issue is not None:
+            entry.update(kind=issue.kind, reason=issue.reason)
+        if success and issue is None:
+            report["ok"].append(index)
+        elif success:
+            report["ok_known"].append(entry)
+            if issue.gold_scores_one is False:
+                report["unexpected"].append({**entry, "why": "listed as failing, scored 1.0"})
+        elif issue is not None:
+            report["fail_known"].append(entry)
+            if issue.gold_scores_one is True:
+                report["unexpected"].append({**entry, "why": "listed as scoring 1.0, did not: "
+                                             + entry["explanation"]})
+        else:
+            report["unexpected"].append({**entry, "why": entry["explanation"]})
+    return report
+
+
+def explain(record: dict[str, Any]) -> str:
+    """What an episode's record says about its gold run."""
+    turns = record.get("turns") or []
+    info = record.get("reward_info") or {}
+    notes = []
+    if turns and turns[0].get("timed_out"):
+        notes.append("the gold timed out")
+    code = turns[0].get("exit_code") if turns else None
+    if code not in (0, None):
+        notes.append(f"the gold exits with status {code}")
+    parts = info.get("reward_parts") or {}
+    if parts.get("file_diff", 0.33) < 0.33:
+        notes.append(f"file changes differ between two runs: missing {info.get('diff_miss')}, "
+                     f"extra {info.get('diff_extra')}")
+    if parts.get("file_changes", 0.33) < 0.33:
+        notes.append("changed file contents differ between two runs")
+    if parts.get("answer_similarity", 0.33) < 0.33:
+        notes.append(f"output differs between two runs (similarity {info.get('similarity'):.3f})")
+    return "; ".join(notes) or "scores 1.0"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """Human-readable validation report."""
+    lines = [f"{report['dataset']}: {report['scored_one']}/{report['tasks']} gold solutions "
+             "score 1.0"]
+    for title, key in (("known issues that still score 1.0", "ok_known"),
+                       ("known issues that do not score 1.0", "fail_known")):
+        if report[key]:
+            lines.append(f"\n{title}:")
+            for e in report[key]:
+                lines.append(f"  {e['task']:4d} {e['source']}#{e['source_index']} [{e['kind']}] "
+                             f"{e['reason']}")
+    if report["unexpected"]:
+        lines.append("\nUNEXPECTED (fix the environment or the known-issue list):")
+        for e in report["unexpected"]:
+            lines.append(f"  {e['task']:4d} {e['source']}#{e['source_index']}: {e['why']}")
+            lines.append(f"       gold: {e['gold']}")
+    else:
+        lines.append("\nno unexpected results")
+    return "\n".join(lines)
