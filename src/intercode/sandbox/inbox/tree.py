@@ -281,6 +281,10 @@ class Tree:
                 if anc not in tracked_dirs:
                     shown = anc + "/"
                     break
+            if shown != rel and shown[:-1] in tracked:
+                # a directory where a tracked file was: git drops the collapsed entry
+                # because its name is in the index, and so shows nothing below it
+                continue
             untracked.add(shown)
         changes.extend([u, "??"] for u in untracked)
         changes.sort()
@@ -290,8 +294,11 @@ class Tree:
         if st is None:
             return "D"
         now = kind_of(st.st_mode)
-        if now not in (FILE, LINK):
+        if now == DIR:
             return "D"
+        if now is None:
+            # git takes a fifo, socket or device for a regular file
+            return "M" if entry[0] == FILE else "T"
         if now != entry[0]:
             return "T"
         if self.clean.get(rel) == (st.st_ino, st.st_ctime_ns):

@@ -1,0 +1,106 @@
+"""``intercode doctor``: can this machine run the sandboxes, and what is missing?"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from intercode.errors import IntercodeError
+
+# command inside the sandbox -> Debian/Ubuntu package that provides it
+TOOLS: tuple[tuple[str, str], ...] = (
+    ("bash", "bash"), ("ls", "coreutils"), ("find", "findutils"), ("xargs", "findutils"),
+    ("python3", "python3"), ("pstree", "psmisc"), ("killall", "psmisc"),
+    ("column", "bsdmainutils"), ("cal", "bsdmainutils"), ("convert", "imagemagick"),
+    ("dig", "dnsutils"), ("git", "git"), ("tree", "tree"), ("ifconfig", "net-tools"),
+    ("netstat", "net-tools"), ("ping", "iputils-ping"), ("curl", "curl"), ("cpio", "cpio"),
+    ("jq", "jq"), ("md5deep", "md5deep"), ("gzip", "gzip"), ("tar", "tar"), ("awk", "mawk"),
+    ("sed", "sed"), ("grep", "grep"), ("od", "coreutils"), ("rev", "util-linux"),
+)
+PACKAGES = sorted({pkg for _, pkg in TOOLS})
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def check_host() -> list[Check]:
+    """Python, bubblewrap, user namespaces."""
+    checks = [Check("python", sys.version_info >= (3, 11), sys.version.split()[0]),
+              Check("platform", sys.platform == "linux", platform.platform())]
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        checks.append(Check("bubblewrap", False, "not installed: sudo apt-get install bubblewrap"))
+        return checks
+    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout
+    checks.append(Check("bubblewrap", True, f"{bwrap} ({version.strip()})"))
+    for path in ("/proc/sys/kernel/unprivileged_userns_clone",
+                 "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+                 "/proc/sys/user/max_user_namespaces"):
+        if os.path.exists(path):
+            with open(path) as fh:
+                checks.append(Check(os.path.basename(path), True, fh.read().strip()))
+    return checks
+
+
+def check_sandbox() -> tuple[list[Check], list[str]]:
+    """Start a sandbox, look for every tool; return the checks and the missing packages."""
+    from intercode.sandbox.bwrap import BwrapSandbox
+    from intercode.sandbox.filetree import FileTree
+
+    try:
+        with BwrapSandbox() as box:
+            box.load(FileTree.of([]))
+            probe = box.run("id -un; python3 -c 'import sys; print(sys.version.split()[0])'")
+            script = "; ".join(f"command -v {cmd} >/dev/null && echo {cmd}" for cmd, _ in TOOLS)
+            found = set(box.run(script).output.split())
+    except IntercodeError as exc:
+        hint = ("if user namespaces are restricted (Ubuntu 24.04: "
+                "kernel.apparmor_restrict_unprivileged_userns=1), allow them for bwrap "
+                "or run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`")
+        return [Check("sandbox", False, f"{exc}; {hint}")], []
+    lines = probe.output.split()
+    checks = [Check("sandbox", True, f"starts; runs as {lines[0] if lines else '?'}, "
+                                     f"python3 {lines[1] if len(lines) > 1 else '?'}")]
+    missing = []
+    for cmd, pkg in TOOLS:
+        if cmd not in found:
+            missing.append(pkg)
+            checks.append(Check(f"tool {cmd}", False, f"missing (package {pkg})"))
+    if not missing:
+        checks.append(Check("tools", True, f"all {len(TOOLS)} tools of the upstream image"))
+    return checks, sorted(set(missing))
+
+
+def check_data() -> list[Check]:
+    """Where data comes from."""
+    from intercode.datasets.fetch import cache_dir
+
+    mirror = os.environ.get("INTERCODE_DATA_MIRROR")
+    if mirror:
+        return [Check("data", os.path.isdir(mirror), f"mirror {mirror}")]
+    return [Check("data", True, f"downloaded on first use into {cache_dir()}")]
+
+
+def run_doctor() -> int:
+    """Print the report; 0 if everything needed is there."""
+    checks = check_host()
+    missing: list[str] = []
+    if all(c.ok for c in checks):
+        sandbox_checks, missing = check_sandbox()
+        checks += sandbox_checks
+    checks += check_data()
+    for c in checks:
+        print(f"{'ok ' if c.ok else 'NO '} {c.name:34s} {c.detail}")
+    if missing:
+        print(f"\ninstall the missing tools: sudo apt-get install -y {' '.join(missing)}")
+    return 0 if all(c.ok for c in checks) else 1

@@ -1,0 +1,127 @@
+"""``intercode play``: a person is the agent, in a terminal.
+
+Type commands and see their output; ``submit`` scores the state and ends the task,
+``skip`` ends it with 0, ``:score`` shows what submitting now would give, ``:help``
+lists the commands. A line ending in ``\\`` continues on the next line. Ctrl-D quits.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from intercode.envs.base import IntercodeEnv
+from intercode.sandbox.limits import Limits
+
+HELP = """commands:
+  submit      score the current state and end the task
+  skip        end the task without scoring (reward 0)
+  :score      what submitting now would give (the task goes on)
+  :task       show the task again
+  :help       this text
+  Ctrl-D      quit
+A line ending in a backslash continues on the next line."""
+
+
+class Terminal:
+    """Input and output of a play session (replaceable in tests)."""
+
+    def __init__(self, read: Callable[[str], str] = input, out: TextIO | None = None) -> None:
+        self.read = read
+        self.out = out or sys.stdout
+        self.color = self.out.isatty()
+
+    def say(self, text: str = "", style: str = "") -> None:
+        """Print a line, dimmed or bold on a colour terminal."""
+        codes = {"dim": "2", "bold": "1", "green": "32", "red": "31"}
+        if self.color and style in codes:
+            text = f"\033[{codes[style]}m{text}\033[0m"
+        print(text, file=self.out, flush=True)
+
+    def ask(self, prompt: str) -> str:
+        """Read one command (joining continuation lines)."""
+        lines = [self.read(prompt)]
+        while lines[-1].endswith("\\"):
+            lines.append(self.read("> "))
+        return "\n".join(lines)
+
+
+def play(env_name: str, dataset: str, task: int | None, limits: Limits,
+         term: Terminal | None = None) -> int:
+    """Run play sessions until the person quits."""
+    from intercode.envs.bash import BashEnv
+
+    term = term or Terminal()
+    try:
+        import readline  # noqa: F401  (history and line editing for input())
+    except ImportError:
+        pass
+    env = BashEnv(dataset, limits=limits)
+    try:
+        while True:
+            options = {"task": task} if task is not None else None
+            if not play_one(env, term, options):
+                return 0
+            task = None
+            if term.ask("next task? [y/N] ").strip().lower() not in ("y", "yes"):
+                return 0
+    except EOFError:
+        term.say()
+        return 0
+    finally:
+        env.close()
+
+
+def play_one(env: IntercodeEnv, term: Terminal, options: dict | None) -> bool:
+    """One task; ``False`` if the person quit."""
+    query, info = env.reset(options=options)
+    term.say(f"\ntask {info['task']} of {info['dataset']}", "bold")
+    term.say(query)
+    term.say("(type :help for commands)", "dim")
+    while True:
+        try:
+            line = term.ask(f"[{env.turn + 1}] $ ")
+        except KeyboardInterrupt:
+            term.say("^C")
+            continue
+        except EOFError:
+            return False
+        command = line.strip()
+        if not command:
+            continue
+        if command == ":help":
+            term.say(HELP, "dim")
+        elif command == ":task":
+            term.say(query)
+        elif command == ":score":
+            evaluation = env.evaluate()
+            show_score(term, evaluation.reward, evaluation.info, final=False)
+        else:
+            started = time.perf_counter()
+            observation, reward, terminated, _, step_info = env.step(command)
+            if step_info.get("submitted"):
+                show_score(term, float(reward), step_info, final=True)
+                return True
+            if step_info.get("skipped"):
+                term.say("skipped (reward 0)", "dim")
+                return True
+            if observation:
+                term.say(observation.rstrip("\n"))
+            elapsed = (time.perf_counter() - started) * 1000
+            status = ("timed out" if step_info.get("timed_out")
+                      else f"exit {step_info.get('exit_code')}")
+            term.say(f"[{status} · {elapsed:.0f} ms]", "dim")
+            if terminated:
+                return True
+
+
+def show_score(term: Terminal, reward: float, info: dict, final: bool) -> None:
+    """Print a reward and its parts."""
+    parts = info.get("reward_parts") or {}
+    detail = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in parts.items())
+    solved = round(reward, 2) >= 1.0
+    verdict = "solved" if solved else "not solved"
+    prefix = "reward" if final else "score if submitted now"
+    term.say(f"{prefix}: {reward:.2f} ({detail}) - {verdict}", "green" if solved else "red")
