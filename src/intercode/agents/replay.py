@@ -1,14 +1,16 @@
 """The replay policy: run recorded actions in order.
 
 Reads InterCode result files (a JSON object of episodes with ``task_id`` and
-``turn_history.actions``; actions marked ``valid_action: false`` or recorded as
-``blocked`` were not executed upstream and are not executed here) and intercode's
-own ``results.jsonl``.
+``turn_history.actions``) and intercode's own ``results.jsonl``. Upstream did not
+execute a reply without code (its observation is the retry message, "No ... code
+was found in your last response") nor a ``blocked`` turn; neither is executed here.
+Upstream's ``valid_action`` only says whether the command exited with status 0.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,9 @@ from typing import Any
 from intercode.agents.base import Action, Policy
 from intercode.datasets import Task
 from intercode.errors import DatasetError
+
+
+RETRY = re.compile(r"^No \S+ code was found in your last response")
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,11 @@ def _from_intercode(raw: Any, path: Path) -> dict[int, Recorded]:
         try:
             task = int(ep.get("task_id", key))
             hist = ep["turn_history"]
-            valid = hist.get("valid_action") or []
+            observations = hist.get("observations") or []
             actions = []
             for i, text in enumerate(hist["actions"]):
-                ok = text != "blocked" and (i >= len(valid) or valid[i] is not False)
+                seen = str(observations[i]) if i < len(observations) else ""
+                ok = text != "blocked" and not RETRY.search(seen)
                 actions.append(Action(str(text), valid=ok))
             rewards = tuple(float(r) for r in hist.get("rewards", []))
             summary = ep.get("summary") or {}

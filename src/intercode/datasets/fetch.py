@@ -100,6 +100,8 @@ def _download(spec: DataFile, target: Path, attempts: int = 3) -> None:
                 data = resp.read(spec.size + 1)
             break
         except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError) as exc:
+            if isinstance(exc, urllib.error.HTTPError):
+                exc.close()  # it holds the open response
             error = exc
             time.sleep(0.5 * (attempt + 1))
     else:

@@ -68,6 +68,9 @@ class IntercodeEnv(gym.Env[str, str]):
     def evaluate(self) -> Evaluation:
         """Score the current state without ending the episode."""
 
+    def warm_up(self) -> None:
+        """Start what the environment needs now (sandboxes), so that failures show early."""
+
     # -- Gymnasium API -------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None,

@@ -71,6 +71,11 @@ class BashEnv(IntercodeEnv):
                 self._gold = current
         return current
 
+    def warm_up(self) -> None:
+        """Start both sandboxes."""
+        self._sandbox("agent")
+        self._sandbox("gold")
+
     def load_task(self, task: Task) -> None:
         """Restore the task's prepared file system and start a fresh shell."""
         if not isinstance(task, BashTask):

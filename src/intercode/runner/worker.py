@@ -59,6 +59,8 @@ def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int) -> None:
     env: IntercodeEnv | None = None
     try:
         policy = make_policy(spec)
+        env = make_env(spec)
+        env.warm_up()
         while True:
             index = conn.recv()
             if index is None:

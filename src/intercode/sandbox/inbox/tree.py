@@ -256,9 +256,10 @@ class Tree:
 
         Tracked paths are the pristine files and symlinks; directories are not
         tracked; an untracked directory holding no tracked path is reported once as
-        ``dir/``; names in ``ignore_names`` are ignored at any depth.
+        ``dir/``; names in ``ignore_names`` are ignored at any depth, and so is
+        ``.git``, which git never lists (nested repositories are not modelled).
         """
-        ignore = frozenset(ignore_names)
+        ignore = frozenset(ignore_names).union((".git",))
         current = self.scan(prune_names=ignore)
         tracked = {}
         tracked_dirs = set()

@@ -1,0 +1,134 @@
+"""The contract every registered environment must pass (on a small dataset)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import intercode
+from intercode.envs.registration import ENVIRONMENTS, env_id
+from intercode.errors import ConfigError, EnvStateError
+
+SMALL = {"bash": "bash-demo"}
+
+
+@pytest.fixture(params=sorted(ENVIRONMENTS), scope="module")
+def env(request):
+    e = gym.make(env_id(request.param), dataset=SMALL[request.param])
+    yield e
+    e.close()
+
+
+def test_every_environment_has_a_small_dataset():
+    assert set(SMALL) == set(ENVIRONMENTS)
+
+
+def test_check_env_passes(env):
+    check_env(env.unwrapped, skip_render_check=True)
+
+
+def test_intercode_make_is_gymnasium_make():
+    for name in ENVIRONMENTS:
+        e = intercode.make(name, dataset=SMALL[name])
+        try:
+            assert e.spec is not None and e.spec.id == env_id(name)
+        finally:
+            e.close()
+
+
+def test_reset_with_task_option_returns_the_query(env):
+    ds = env.unwrapped.dataset
+    for index in (0, len(ds) - 1):
+        obs, info = env.reset(options={"task": index})
+        assert obs == ds[index].query
+        assert info["task"] == index and info["dataset"] == ds.name
+
+
+def test_seed_picks_tasks_reproducibly(env):
+    first = [env.reset(seed=s)[1]["task"] for s in range(8)]
+    again = [env.reset(seed=s)[1]["task"] for s in range(8)]
+    assert first == again
+    assert len(set(first)) > 1
+
+
+@pytest.mark.parametrize("bad", [-1, 10_000, "0", 1.5, True])
+def test_invalid_task_option_is_a_clear_error(env, bad):
+    with pytest.raises(ConfigError):
+        env.reset(options={"task": bad})
+
+
+def test_step_before_reset_and_after_the_end(env):
+    raw = type(env.unwrapped)(SMALL[env.unwrapped.env_name])
+    try:
+        with pytest.raises(EnvStateError):
+            raw.step("echo hi")
+        raw.reset(options={"task": 0})
+        raw.step("skip")
+        with pytest.raises(EnvStateError):
+            raw.step("echo hi")
+    finally:
+        raw.close()
+
+
+def test_non_string_action_is_rejected(env):
+    env.reset(options={"task": 0})
+    with pytest.raises(TypeError):
+        env.unwrapped.step(42)
+
+
+def test_skip_ends_with_zero(env):
+    env.reset(options={"task": 0})
+    obs, reward, terminated, truncated, info = env.step("skip")
+    assert (reward, terminated, truncated) == (0.0, True, False) and info["skipped"]
+
+
+def test_submit_ends_with_the_reward_and_evaluate_does_not_end(env):
+    env.reset(options={"task": 0})
+    env.step(env.unwrapped.task.gold)
+    preview = env.unwrapped.evaluate()
+    assert not env.unwrapped.done
+    _, reward, terminated, truncated, info = env.step("submit")
+    assert terminated and not truncated
+    assert reward == preview.reward and info["success"] == preview.success
+    assert "reward_parts" in info
+
+
+def test_turn_limit_truncates():
+    for name in ENVIRONMENTS:
+        e = intercode.make(name, dataset=SMALL[name], max_turns=2)
+        try:
+            e.reset(options={"task": 0})
+            assert e.step("echo 1")[3] is False
+            _, _, terminated, truncated, _ = e.step("echo 2")
+            assert truncated and not terminated
+        finally:
+            e.close()
+
+
+def test_info_of_an_action(env):
+    env.reset(options={"task": 0})
+    _, reward, terminated, truncated, info = env.step("echo hi")
+    assert reward == 0.0 and not terminated and not truncated
+    assert info["turn"] == 1 and info["exit_code"] == 0 and info["timed_out"] is False
+
+
+def test_render_ansi():
+    for name in ENVIRONMENTS:
+        e = gym.make(env_id(name), dataset=SMALL[name], render_mode="ansi")
+        try:
+            e.reset(options={"task": 1})
+            e.step("echo rendered")
+            text = e.render()
+            assert "echo rendered" in text and "rendered\n" in text
+        finally:
+            e.close()
+
+
+def test_public_api_is_pinned():
+    assert sorted(intercode.__all__) == sorted([
+        "BashEnv", "BashTask", "ConfigError", "Dataset", "DatasetError", "EnvStateError",
+        "IntercodeEnv", "IntercodeError", "Limits", "RewardError", "SandboxError",
+        "SandboxUnavailableError", "Task", "__version__", "dataset_names", "load_dataset",
+        "make",
+    ])

@@ -1,0 +1,41 @@
+"""Every gold that is deterministic in the sandbox scores 1.0; the rest are documented."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from intercode.datasets import load_dataset
+from intercode.datasets.known_issues import KINDS, known_issues
+from intercode.validate import validate
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset", ["nl2bash", "bash-test", "bash-demo"])
+def test_gold_validation(dataset):
+    report = validate("bash", dataset, workers=2, progress=False)
+    assert report["errors"] == []
+    assert report["unexpected"] == [], report["unexpected"]
+    assert report["tasks"] == len(load_dataset(dataset))
+
+
+def test_known_issue_list_is_well_formed():
+    raw = json.loads(resources.files("intercode.datasets.data")
+                     .joinpath("known_issues.json").read_text())
+    for source, items in raw.items():
+        if source.startswith("_"):
+            continue
+        ds = load_dataset(source)
+        for index, item in items.items():
+            assert 0 <= int(index) < len(ds), (source, index)
+            assert item["kind"] in KINDS
+            assert item["gold_scores_one"] in (True, False, None)
+            assert len(item["reason"]) > 10
+
+
+def test_combined_dataset_inherits_known_issues():
+    combined = known_issues("nl2bash")
+    fs2 = known_issues("nl2bash-fs2")
+    assert combined[60 + 4].reason == fs2[4].reason

@@ -1,0 +1,195 @@
+"""The runner: parallel episodes, durable logs, resume, crashes, errors as errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from intercode.agents.base import Action, Policy
+from intercode.envs.bash import BashEnv
+from intercode.errors import ConfigError
+from intercode.runner.episode import run_episode
+from intercode.runner.executors import LocalExecutor
+from intercode.runner.logs import ResultsLog
+from intercode.runner.run import RunConfig, execute, parse_task_ranges
+from intercode.runner.worker import WorkerSpec
+
+
+def records(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+
+
+def cli(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "intercode", *args], capture_output=True,
+                          text=True, timeout=300, **kw)
+
+
+def test_eval_gold_with_two_workers(tmp_path):
+    out = tmp_path / "run"
+    proc = cli("eval", "bash", "--dataset", "bash-demo", "--agent", "gold", "--workers", "2",
+               "--output", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    recs = records(out)
+    assert sorted(r["task"] for r in recs) == list(range(8))
+    assert {r["worker"] for r in recs} <= {0, 1}
+    for r in recs:
+        assert r["status"] == "ok" and r["reward"] == 1.0 and r["success"] is True
+        assert r["turns"][0]["action"] and "observation" in r["turns"][0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["success_rate"] == 1.0 and summary["errors"] == 0 and summary["ok"] == 8
+    config = json.loads((out / "config.json").read_text())
+    assert config["dataset"] == "bash-demo" and config["intercode_version"]
+    assert "success" in proc.stdout
+
+
+def test_task_ranges():
+    assert parse_task_ranges("0-2,5,1", 10) == (0, 1, 2, 5)
+    for bad in ("3-1", "0-10", "x", ""):
+        with pytest.raises(ConfigError):
+            parse_task_ranges(bad, 10)
+
+
+def test_existing_output_needs_resume(tmp_path):
+    cfg = RunConfig(env="bash", dataset="bash-demo", agent="gold", output=tmp_path, tasks=(0,))
+    execute(cfg, progress=False)
+    with pytest.raises(ConfigError, match="--resume"):
+        execute(cfg, progress=False)
+    other = RunConfig(env="bash", dataset="bash-test", agent="gold", output=tmp_path,
+                      tasks=(0,), resume=True)
+    with pytest.raises(ConfigError, match="dataset"):
+        execute(other, progress=False)
+
+
+def test_resume_repairs_a_torn_line_and_runs_only_what_is_missing(tmp_path):
+    cfg = RunConfig(env="bash", dataset="bash-demo", agent="gold", output=tmp_path,
+                    tasks=(0, 1, 2))
+    execute(cfg, progress=False)
+    log = tmp_path / "results.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    by_task = {json.loads(line)["task"]: line for line in lines}
+    errored = json.loads(by_task[2])
+    errored.update(status="error", reward=None, success=None, error="SandboxError: test")
+    log.write_text(by_task[0] + json.dumps(errored) + "\n" + by_task[1][: len(by_task[1]) // 2])
+    resumed = RunConfig(env="bash", dataset="bash-demo", agent="gold", output=tmp_path,
+                        tasks=(0, 1, 2, 3), resume=True)
+    summary = execute(resumed, progress=False)
+    recs = records(tmp_path)
+    assert [r["task"] for r in recs][:2] == [0, 2]
+    assert sorted(r["task"] for r in recs[2:]) == [1, 2, 3]
+    assert summary["ok"] == 4 and summary["errors"] == 0 and summary["finished"] == 4
+
+
+def write_slow_trajectories(path: Path, tasks: int, seconds: float) -> None:
+    with path.open("w") as fh:
+        for t in range(tasks):
+            turns = [{"action": f"sleep {seconds}", "observation": "", "reward": 0}] * 2
+            fh.write(json.dumps({"task": t, "status": "ok", "reward": 0, "turns": turns}) + "\n")
+
+
+def test_kill_9_loses_only_the_episodes_in_flight(tmp_path):
+    traj = tmp_path / "slow.jsonl"
+    write_slow_trajectories(traj, 8, 0.4)
+    out = tmp_path / "run"
+    args = ["eval", "bash", "--dataset", "bash-demo", "--agent", "replay", "--trajectories",
+            str(traj), "--workers", "2", "--output", str(out), "--no-progress"]
+    before = set(subprocess.run(["pgrep", "bwrap"], capture_output=True, text=True).stdout.split())
+    proc = subprocess.Popen([sys.executable, "-m", "intercode", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = out / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if log.exists() and len(log.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = {r["task"] for r in ResultsLog(log).read()}
+    assert 3 <= len(done_before) < 8
+    # no worker, sandbox or shell outlives the killed run
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        now = set(subprocess.run(["pgrep", "bwrap"], capture_output=True, text=True).stdout.split())
+        if now <= before:
+            break
+        time.sleep(0.1)
+    assert now <= before
+    resumed = cli(*args, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    recs = records(out)
+    ok_tasks = [r["task"] for r in recs if r["status"] == "ok"]
+    assert sorted(ok_tasks) == list(range(8))  # each exactly once: nothing re-run, nothing lost
+    assert done_before <= set(ok_tasks[: len(done_before)])
+
+
+def test_a_worker_that_dies_mid_episode_is_recorded_and_replaced(tmp_path):
+    traj = tmp_path / "slow.jsonl"
+    write_slow_trajectories(traj, 4, 0.5)
+    spec = WorkerSpec(env="bash", dataset="bash-demo", agent="replay", trajectories=str(traj))
+    executor = LocalExecutor(spec, workers=2)
+    got: list[dict] = []
+    killed: list[int] = []
+
+    def on_record(rec: dict) -> None:
+        got.append(rec)
+        if not killed:
+            victim = next(w for w in executor._pool
+                          if w.task is not None and w.task != rec["task"])
+            killed.append(victim.task)
+            os.kill(victim.proc.pid, signal.SIGKILL)
+
+    executor.run([0, 1, 2, 3], on_record)
+    by_task = {r["task"]: r for r in got}
+    assert sorted(by_task) == [0, 1, 2, 3]
+    dead = by_task[killed[0]]
+    assert dead["status"] == "error" and dead["reward"] is None
+    assert "worker process died" in dead["error"]
+    assert sum(r["status"] == "ok" for r in got) == 3
+
+
+class KillsItsSandbox(Policy):
+    """Kills the agent's sandbox before its first action: an infrastructure fault."""
+
+    name = "saboteur"
+
+    def __init__(self, env: BashEnv) -> None:
+        self.env = env
+        self.acted = False
+
+    def reset(self, task) -> None:
+        self.acted = False
+
+    def act(self, observation: str) -> Action | None:
+        if self.acted:
+            return None
+        self.acted = True
+        self.env._agent._proc.kill()
+        self.env._agent._proc.wait()
+        return Action("echo hi")
+
+
+def test_an_infrastructure_fault_is_an_error_record_never_a_zero():
+    env = BashEnv("bash-demo")
+    try:
+        record = run_episode(env, 0, KillsItsSandbox(env))
+        assert record.status == "error" and record.reward is None and record.success is None
+        assert "SandboxError" in record.error
+        # the environment recovers: a new sandbox is started for the next episode
+        env.reset(options={"task": 1})
+        assert env.step("echo back")[0] == "back\n"
+    finally:
+        env.close()
+
+
+def test_missing_bwrap_is_one_clear_error(tmp_path):
+    env = dict(os.environ, INTERCODE_BWRAP="/nonexistent/bwrap")
+    proc = cli("eval", "bash", "--dataset", "bash-demo", "--output", str(tmp_path / "r"),
+               "--no-progress", env=env)
+    assert proc.returncode == 2
+    assert "bwrap" in proc.stderr and "Traceback" not in proc.stderr
