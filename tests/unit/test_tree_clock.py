@@ -1,0 +1,50 @@
+"""Restore and diff must not trust (inode, ctime) records taken within one clock tick."""
+
+from __future__ import annotations
+
+import os
+
+from intercode.sandbox.inbox.tree import FILE, TRUST_NS, Tree
+
+ENTRIES = [("w", "d", 0o755, 10**18, None), ("w/a.txt", FILE, 0o644, 10**18, b"alpha\n")]
+
+
+def make(tmp_path):
+    tree = Tree(str(tmp_path))
+    tree.set_base([])
+    tree.load(ENTRIES)
+    return tree
+
+
+def forge_same_tick(tree, rel):
+    """Pretend the kernel kept the ctime and our record was taken in the same tick."""
+    st = os.lstat(tree.abspath(rel))
+    tree.clean[rel] = (st.st_ino, st.st_ctime_ns, st.st_ctime_ns + 1)
+
+
+def test_a_change_in_the_same_tick_is_still_seen(tmp_path):
+    tree = make(tmp_path)
+    path = tmp_path / "w" / "a.txt"
+    path.write_bytes(b"ALPHA\n")
+    os.utime(path, ns=(10**18, 10**18))
+    forge_same_tick(tree, "w/a.txt")
+    assert tree.status([]) == [["w/a.txt", "M"]]
+    stats = tree.restore()
+    assert stats["written"] == 1 and path.read_bytes() == b"alpha\n"
+    assert tree.status([]) == []
+
+
+def test_an_old_record_is_trusted(tmp_path):
+    tree = make(tmp_path)
+    st = os.lstat(tree.abspath("w/a.txt"))
+    tree.clean["w/a.txt"] = (st.st_ino, st.st_ctime_ns, st.st_ctime_ns + TRUST_NS + 1)
+    assert tree._trusted("w/a.txt", st)
+    assert tree.restore() == {"deleted": 0, "written": 0}
+
+
+def test_unchanged_recent_entries_are_verified_not_rewritten(tmp_path):
+    tree = make(tmp_path)
+    ino = os.lstat(tree.abspath("w/a.txt")).st_ino
+    forge_same_tick(tree, "w/a.txt")
+    assert tree.restore()["written"] == 0
+    assert os.lstat(tree.abspath("w/a.txt")).st_ino == ino
