@@ -79,7 +79,7 @@ def test_non_string_action_is_rejected(env):
 
 def test_skip_ends_with_zero(env):
     env.reset(options={"task": 0})
-    obs, reward, terminated, truncated, info = env.step("skip")
+    _, reward, terminated, truncated, info = env.step("skip")
     assert (reward, terminated, truncated) == (0.0, True, False) and info["skipped"]
 
 

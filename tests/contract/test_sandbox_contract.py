@@ -354,3 +354,33 @@ def test_dead_sandbox_raises_sandbox_error(backend):
     with pytest.raises(SandboxError):
         sb.run("echo hi")
     sb.close()
+
+
+def test_a_prepared_root_file_system_replaces_the_hosts(backend, tmp_path):
+    import shutil
+    import tempfile
+
+    from intercode.sandbox.layout import Layout
+
+    # world-readable, as a real root file system is (the sandbox may run as nobody)
+    rootfs = Path(tempfile.mkdtemp(prefix="intercode-rootfs-"))
+    os.chmod(rootfs, 0o755)
+    request_cleanup = rootfs
+    (rootfs / "etc").mkdir(parents=True)
+    (rootfs / "usr").symlink_to("/usr")
+    for name in ("bin", "lib", "lib64", "sbin"):
+        if Path("/", name).is_symlink():
+            (rootfs / name).symlink_to(os.readlink(Path("/", name)))
+    for name in ("passwd", "group", "hosts", "hostname"):
+        (rootfs / "etc" / name).write_text("placeholder\n")
+    (rootfs / "etc" / "marker").write_text("from the prepared rootfs\n")
+    sb = create_sandbox(backend, layout=Layout(rootfs=rootfs))
+    try:
+        with sb:
+            sb.load(TREE)
+            r = sb.run("cat /etc/marker; ls /etc | wc -l; id -un")
+            assert r.output == "from the prepared rootfs\n5\nagent\n"
+    finally:
+        shutil.rmtree(request_cleanup)
+    with pytest.raises(Exception, match="no /usr"):
+        create_sandbox(backend, layout=Layout(rootfs=tmp_path / "empty")).start()

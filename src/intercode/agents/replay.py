@@ -19,7 +19,6 @@ from intercode.agents.base import Action, Policy
 from intercode.datasets import Task
 from intercode.errors import DatasetError
 
-
 RETRY = re.compile(r"^No \S+ code was found in your last response")
 
 

@@ -19,6 +19,7 @@ from intercode.errors import ConfigError, RewardError, SandboxError
 from intercode.rewards.bash import BashReward, BashSnapshot, bash_reward, common_added
 from intercode.sandbox.base import Change, ExecResult, Sandbox
 from intercode.sandbox.bwrap import BwrapSandbox
+from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
 
 # Upstream's docker.gitignore: these names are ignored at any depth by the diff.
@@ -35,6 +36,7 @@ class BashEnv(IntercodeEnv):
         dataset: a Bash dataset name (see ``intercode.dataset_names("bash")``) or a
             loaded :class:`~intercode.datasets.Dataset`.
         limits: sandbox limits (timeout per action, memory, ...).
+        layout: what the sandbox looks like inside (root file system, user, host name).
         sandbox: a factory ``limits -> Sandbox``; bubblewrap by default.
         upstream_quirks: run every action (and the gold) as upstream InterCode did:
             a fresh ``/bin/bash -c "<action>"`` split by Docker's argument splitting,
@@ -45,11 +47,12 @@ class BashEnv(IntercodeEnv):
     env_name = "bash"
 
     def __init__(self, dataset: str | Dataset = "nl2bash-fs1", *, limits: Limits | None = None,
-                 sandbox: SandboxFactory | None = None, upstream_quirks: bool = False,
-                 render_mode: str | None = None) -> None:
+                 layout: Layout | None = None, sandbox: SandboxFactory | None = None,
+                 upstream_quirks: bool = False, render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
         self.limits = limits or Limits()
-        self._factory: SandboxFactory = sandbox or (lambda lim: BwrapSandbox(lim))
+        self.layout = layout or Layout()
+        self._factory: SandboxFactory = sandbox or (lambda lim: BwrapSandbox(lim, self.layout))
         self.upstream_quirks = upstream_quirks
         self._agent: Sandbox | None = None
         self._gold: Sandbox | None = None
@@ -106,7 +109,7 @@ class BashEnv(IntercodeEnv):
         return self._run_like_upstream(sandbox, action, track_cd)
 
     def _run_like_upstream(self, sandbox: Sandbox, action: str, track_cd: bool) -> ExecResult:
-        """Upstream's ``exec_run(f'/bin/bash -c "{action}"', workdir=...)`` with its cd emulation."""
+        """Upstream's ``exec_run('/bin/bash -c "<action>"', workdir=...)`` and cd emulation."""
         action = action.strip()
         workdir = self._workdir if track_cd else "/"
         is_cd = track_cd and action.startswith("cd")

@@ -22,7 +22,8 @@ def create_sandbox(backend: str = "bwrap", limits: Limits | None = None,
     try:
         module, _, cls = BACKENDS[backend].partition(":")
     except KeyError:
-        raise ConfigError(f"unknown sandbox backend {backend!r}; known: {', '.join(BACKENDS)}")
+        known = ", ".join(BACKENDS)
+        raise ConfigError(f"unknown sandbox backend {backend!r}; known: {known}") from None
     sandbox_cls = getattr(import_module(module), cls)
     return sandbox_cls(limits=limits, layout=layout)
 

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from intercode.errors import SandboxUnavailableError
 from intercode.sandbox.limits import Limits
 
 # 2023-06-01T00:00:00Z: the time stamp of everything a setup script created (see fsbuild).
@@ -33,11 +34,12 @@ class Layout:
     """Identity and mounts of a sandbox.
 
     ``rootfs`` is where ``/usr``, ``/etc`` and the top-level library links come from:
-    the host (``/``) by default, or a prepared root file system (for example one made
-    with ``debootstrap`` or ``docker export``) to get the same tools on any machine.
+    ``$INTERCODE_ROOTFS`` if set, else the host (``/``); a prepared root file system
+    (made with ``mmdebstrap``, ``debootstrap`` or ``docker export``) gives the same tools
+    on any machine.
     """
 
-    rootfs: Path = Path("/")
+    rootfs: Path = field(default_factory=lambda: Path(os.environ.get("INTERCODE_ROOTFS") or "/"))
     hostname: str = "intercode"
     user: str = "agent"
     uid: int = 1000
@@ -90,6 +92,9 @@ class Layout:
     def mount_args(self, limits: Limits, etc_fds: dict[str, int]) -> list[str]:
         """bubblewrap arguments that build the file system."""
         root = self.rootfs
+        for needed in ("usr", "etc"):
+            if not (root / needed).is_dir():
+                raise SandboxUnavailableError(f"the root file system {root} has no /{needed}")
         args = ["--size", str(limits.storage), "--tmpfs", "/",
                 "--ro-bind", str(root / "usr"), "/usr"]
         if self.hide_usr_local and (root / "usr" / "local").is_dir():

@@ -49,8 +49,8 @@ class Limits:
         for name in ("timeout", "kill_grace"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"limit {name} must be positive, got {getattr(self, name)}")
-        for name in ("memory", "address_space", "processes", "storage", "shm", "output", "output_hard",
-                     "file_size", "open_files"):
+        for name in ("memory", "address_space", "processes", "storage", "shm", "output",
+                     "output_hard", "file_size", "open_files"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"limit {name} must be at least 1, got {getattr(self, name)}")
         if self.processes < 8:

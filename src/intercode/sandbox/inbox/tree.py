@@ -369,17 +369,19 @@ class Tree:
         if not os.path.exists(path):
             return "md5deep: %s: No such file or directory" % shown
         if not os.path.isdir(path):
-            return "%s  %s" % (self._md5_file(path), path)
+            return "%s  %s" % (self._md5_file(path), shown)
         lines = []
         for dirpath, _dirs, files in os.walk(path):
             for name in files:
                 full = os.path.join(dirpath, name)
                 if os.path.islink(full) and os.path.isdir(full):
                     continue
+                shown_file = os.path.relpath(full, self.root)
                 try:
-                    lines.append("%s  %s" % (self._md5_file(full), full))
+                    lines.append("%s  %s" % (self._md5_file(full), shown_file))
                 except OSError as exc:
-                    lines.append("md5deep: %s: %s" % (full, os.strerror(exc.errno or errno.EIO)))
+                    lines.append("md5deep: %s: %s" % (shown_file,
+                                                      os.strerror(exc.errno or errno.EIO)))
         lines.sort(key=lambda line: line[34:])
         return "\n".join(lines)
 

@@ -1,0 +1,141 @@
+"""Latency and throughput of the Bash environment, with the raw floor measured alongside.
+
+Run by hand (not a test):  python benchmarks/bench_bash.py [--runs N] [--json out.json]
+
+Measures, as medians over many runs:
+  floor      `echo hi` on a bare persistent bash over pipes (no sandbox), same machine
+  step       `echo hi` through the sandbox (BwrapSandbox.run) and through env.step
+  reset      BashEnv.reset on nl2bash-fs1 after an action that changed files
+  reward     env.evaluate(): the first of an episode (runs the gold in the second
+             sandbox) and the next ones (gold cached, as under Try Again)
+  replay     gold replay of all 200 NL2Bash tasks with 2 workers (episodes per second)
+Targets (issue 2): step < 0.2 ms, reset < 3 ms, reward < 5 ms, >= 100 episodes/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def timed(fn: Callable[[], object], runs: int, warmup: int = 20) -> dict[str, float]:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+    return {"median_ms": statistics.median(samples), "p90_ms": samples[int(0.9 * len(samples))],
+            "runs": runs}
+
+
+def bare_bash_floor(runs: int) -> dict[str, float]:
+    """A persistent bash over pipes, with the same end-of-action protocol idea."""
+    proc = subprocess.Popen(["bash", "--norc", "--noprofile"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
+    fd = proc.stdout.fileno()
+
+    def step() -> None:
+        proc.stdin.write(b"echo hi; echo __end__ $?\n")
+        buf = b""
+        while b"__end__" not in buf:
+            select.select([fd], [], [])
+            buf += os.read(fd, 65536)
+
+    try:
+        return timed(step, runs)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def sandbox_and_env(runs: int) -> dict[str, dict[str, float]]:
+    from intercode.envs.bash import BashEnv
+
+    env = BashEnv("nl2bash-fs1")
+    try:
+        env.reset(options={"task": 0})
+        box = env._sandbox("agent")
+        out = {"step_sandbox": timed(lambda: box.run("echo hi"), runs),
+               "step_env": timed(lambda: env.step("echo hi"), runs)}
+
+        def reset_after_change() -> float:
+            env.step("rm /testbed/hello.c; echo x > /testbed/new.txt; chmod 700 /testbed/dir1")
+            start = time.perf_counter()
+            env.reset(options={"task": 0})
+            return (time.perf_counter() - start) * 1000
+
+        samples = sorted(reset_after_change() for _ in range(max(50, runs // 10)))
+        out["reset_env"] = {"median_ms": statistics.median(samples),
+                            "p90_ms": samples[int(0.9 * len(samples))], "runs": len(samples)}
+        box = env._sandbox("agent")
+        out["reset_sandbox_clean"] = timed(box.reset, max(50, runs // 10))
+
+        first, later = [], []
+        for i in range(max(30, runs // 20)):
+            env.reset(options={"task": i % 60})
+            env.step(env.task.gold)
+            start = time.perf_counter()
+            env.evaluate()
+            first.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            env.evaluate()
+            later.append((time.perf_counter() - start) * 1000)
+        out["reward_first"] = {"median_ms": statistics.median(first), "runs": len(first)}
+        out["reward_cached_gold"] = {"median_ms": statistics.median(later), "runs": len(later)}
+        return out
+    finally:
+        env.close()
+
+
+def gold_replay(workers: int) -> dict[str, float]:
+    from intercode.runner.run import RunConfig, execute
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = RunConfig(env="bash", dataset="nl2bash", agent="gold", output=Path(tmp) / "r",
+                        workers=workers)
+        start = time.perf_counter()
+        summary = execute(cfg, progress=False)
+        wall = time.perf_counter() - start
+        recs = [json.loads(x) for x in (Path(tmp) / "r" / "results.jsonl").read_text().splitlines()]
+    slow = [r for r in recs if r["duration_s"] > 0.5]
+    fast_time = sum(r["duration_s"] for r in recs if r["duration_s"] <= 0.5)
+    return {"episodes": len(recs), "wall_s": wall, "episodes_per_s": len(recs) / wall,
+            "success": summary["success"], "slow_episodes": len(slow),
+            "slow_episode_seconds": sum(r["duration_s"] for r in slow),
+            "episodes_per_s_without_slow": (len(recs) - len(slow)) / (fast_time / workers),
+            "median_episode_ms": statistics.median(r["duration_s"] for r in recs) * 1000}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-replay", action="store_true")
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+    results: dict[str, object] = {"floor_bare_bash": bare_bash_floor(args.runs)}
+    results.update(sandbox_and_env(args.runs))
+    if not args.skip_replay:
+        results["gold_replay_nl2bash"] = gold_replay(args.workers)
+    for name, value in results.items():
+        shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in value.items()}
+        print(f"{name:24s} {shown}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
