@@ -84,6 +84,7 @@ class BwrapSandbox(base.Sandbox):
         self._io: ShellIO | None = None
         self._host_fds: list[int] = []
         self._stderr_fd: int | None = None
+        self._tree_id: str | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -223,6 +224,7 @@ class BwrapSandbox(base.Sandbox):
             self._stderr_fd = None
         self._channel = None
         self._io = None
+        self._tree_id = None
 
     def __del__(self) -> None:
         if getattr(self, "_proc", None) is not None:
@@ -247,9 +249,17 @@ class BwrapSandbox(base.Sandbox):
         self._io.fresh_shell(int(reply["shell_pid"]), reply.get("cwd", cwd))
 
     def load(self, tree: FileTree) -> None:
-        """Make ``tree`` pristine (plus the skeleton), restore, start a fresh shell."""
-        meta, blob = proto.pack_entries(e.as_tuple() for e in tree.entries)
-        reply, _ = self._request({"op": "load", "tree_id": tree.id, "entries": meta}, blob)
+        """Make ``tree`` pristine (plus the skeleton), restore, start a fresh shell.
+
+        The tree is sent only when it differs from the one the sandbox already has.
+        """
+        if tree.id == self._tree_id:
+            reply, _ = self._request({"op": "load", "tree_id": tree.id})
+        else:
+            meta, blob = proto.pack_entries(e.as_tuple() for e in tree.entries)
+            self._tree_id = None
+            reply, _ = self._request({"op": "load", "tree_id": tree.id, "entries": meta}, blob)
+            self._tree_id = tree.id
         self._after_new_shell(reply, "/")
 
     def reset(self) -> None:

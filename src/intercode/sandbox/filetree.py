@@ -9,6 +9,7 @@ import stat
 import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from intercode.errors import DatasetError
 
@@ -36,9 +37,9 @@ class FileTree:
 
     entries: tuple[Entry, ...]
 
-    @property
+    @cached_property
     def id(self) -> str:
-        """Content digest of the tree."""
+        """Content digest of the tree (computed once)."""
         digest = hashlib.sha256()
         for e in self.entries:
             payload = e.payload if isinstance(e.payload, bytes) else str(e.payload).encode()

@@ -178,6 +178,8 @@ class Supervisor:
         self._kill(keep=())
         if msg.get("tree_id") is not None and msg["tree_id"] == self.tree_id:
             stats = self.tree.restore()
+        elif "entries" not in msg:
+            raise ValueError("tree %r is not loaded in this sandbox" % (msg.get("tree_id"),))
         else:
             self.tree_id = None
             stats = self.tree.load(proto.unpack_entries(msg["entries"], blob))
@@ -187,9 +189,14 @@ class Supervisor:
 
     def op_reset(self, msg, blob):
         """Kill everything, restore the pristine tree, start a fresh shell."""
+        t0 = time.perf_counter()
         self._kill(keep=())
+        t1 = time.perf_counter()
         stats = self.tree.restore()
+        t2 = time.perf_counter()
         self._spawn_shell(msg.get("cwd", "/"))
+        t3 = time.perf_counter()
+        stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3, spawn_ms=(t3 - t2) * 1e3)
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_interrupt(self, msg, blob):
@@ -249,9 +256,35 @@ class Supervisor:
     def _kill(self, keep):
         if self.shell.pid not in keep:
             self.shell.pid = None
+        if not keep and self._kill_and_reap_everything(5.0):
+            return
         shell.kill_all(keep, self.reap)
         if not shell.wait_gone(keep, self.reap, time.monotonic() + 5.0):
             raise RuntimeError("processes of the sandbox did not die")
+
+    def _kill_and_reap_everything(self, timeout):
+        """SIGKILL every other process and wait (blocking) until all are reaped.
+
+        Every process of the namespace descends from pid 1, so once all are dead and
+        their orphans reparented to us, ``waitpid`` reports no children left.
+        """
+        def expire(*_):
+            raise TimeoutError
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            shell.kill_all((), lambda: None)
+            while True:
+                try:
+                    os.waitpid(-1, 0)
+                except ChildProcessError:
+                    return True
+        except TimeoutError:
+            return False
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 def main(argv):

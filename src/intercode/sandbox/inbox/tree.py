@@ -150,7 +150,7 @@ class Tree:
         doomed = set()
         dirty = set()
         for rel in sorted(current):
-            if any(a in doomed for a in ancestors(rel)):
+            if doomed and any(a in doomed for a in ancestors(rel)):
                 continue
             want = self.pristine.get(rel)
             if want is None or want[0] != kind_of(current[rel].st_mode):
