@@ -6,13 +6,13 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from intercode.errors import IntercodeError
+from intercode.errors import ConfigError, IntercodeError
 from intercode.sandbox.limits import Limits
 
-DEFAULT_OUTPUT = "runs/default"
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--tasks", help="task indices, e.g. 0-99,120 (default: all)")
     ev.add_argument("--workers", type=int, default=2, help="episodes at once (2)")
     ev.add_argument("--turns", type=int, default=None, help="turn limit per episode")
-    ev.add_argument("--output", default=DEFAULT_OUTPUT, help=f"run folder ({DEFAULT_OUTPUT})")
+    ev.add_argument("--output", default=None,
+                    help="run folder (default: runs/<env>-<dataset>-<agent>-<time>)")
     ev.add_argument("--resume", action="store_true", help="finish an interrupted run")
     ev.add_argument("--upstream-quirks", action="store_true",
                     help="run actions as upstream did (quote stripping, stateless exec)")
@@ -86,6 +87,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from intercode.runner.summary import format_summary
 
     dataset = args.dataset or "nl2bash"
+    if args.output is None:
+        if args.resume:
+            raise ConfigError("--resume needs the --output of the run to finish")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        args.output = f"runs/{args.env}-{dataset}-{args.agent}-{stamp}"
     tasks = None
     if args.tasks:
         tasks = parse_task_ranges(args.tasks, len(load_dataset(dataset)))

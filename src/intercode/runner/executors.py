@@ -85,8 +85,8 @@ class LocalExecutor:
                 elif "fatal" in msg:
                     raise RunAborted(msg["fatal"])
                 else:
+                    self._dispatch(w, queue)  # keep the worker busy while we write
                     on_record(msg["record"])
-                    self._dispatch(w, queue)
             elif w.proc.sentinel in ready:
                 self._replace(w, queue, on_record)
 
