@@ -9,10 +9,13 @@ reports: the share of episodes whose best reward equals the recorded
 ``summary.max_reward`` (within 0.01), the share of per-turn scores that agree, and the
 success rates. Each disagreeing episode gets a probable cause:
 
-  upstream gold output corrupted   the recorded gold output (``info.eval_obs``) is a
-                                   strict suffix of the real one or another command's
+  upstream gold output truncated   the recorded gold output (``info.eval_obs``) is a
+                                   strict suffix of the real one: upstream lost its start
+  gold output differs              the recorded gold output is otherwise different: the
+                                   host differs (owner, sizes, /var/log, network) or
+                                   upstream recorded another command's output
   quoting / stateless exec         the disagreement disappears with --upstream-quirks
-  environment difference           anything else (owner, sizes, /tmp, network, ...)
+  environment difference           anything else (agent-side: /tmp, owner, sizes, ...)
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def compare(recorded: dict, ours: dict[int, dict]) -> dict:
 
 
 def causes(recorded: dict, session: dict, quirks: dict, gold: dict[int, str]) -> dict[str, list]:
-    found: dict[str, list] = {"upstream gold output corrupted": [],
+    found: dict[str, list] = {"upstream gold output truncated": [], "gold output differs": [],
                               "quoting / stateless exec": [], "environment difference": []}
     for ep in recorded.values():
         task, best = ep["task_id"], ep["summary"]["max_reward"]
@@ -68,8 +71,10 @@ def causes(recorded: dict, session: dict, quirks: dict, gold: dict[int, str]) ->
             continue
         theirs = (ep.get("info") or {}).get("eval_obs")
         real = gold[task]
-        if theirs is not None and theirs != real and (real.endswith(theirs) or theirs not in real):
-            found["upstream gold output corrupted"].append(task)
+        if theirs is not None and theirs != real and real.endswith(theirs):
+            found["upstream gold output truncated"].append(task)
+        elif theirs is not None and theirs != real:
+            found["gold output differs"].append(task)
         elif abs(quirks[task]["reward"] - best) <= TOL:
             found["quoting / stateless exec"].append(task)
         else:

@@ -14,7 +14,6 @@ from intercode.errors import ConfigError, IntercodeError
 from intercode.sandbox.limits import Limits
 
 
-
 def _limits(args: argparse.Namespace) -> Limits:
     return Limits(timeout=args.timeout)
 

@@ -42,8 +42,8 @@ def validate(env: str, dataset: str, workers: int = 2, limits: Limits | None = N
         rec = records[index]
         task = ds[index]
         report["tasks"] += 1
-        entry = {"task": index, "source": task.source, "source_index": task.source_index,
-                 "gold": task.gold}
+        entry: dict[str, Any] = {"task": index, "source": task.source,
+                                 "source_index": task.source_index, "gold": task.gold}
         if rec.get("status") != "ok":
             report["errors"].append({**entry, "error": rec.get("error")})
             report["unexpected"].append({**entry, "why": f"error: {rec.get('error')}"})
@@ -54,19 +54,20 @@ def validate(env: str, dataset: str, workers: int = 2, limits: Limits | None = N
         issue = known.get(index)
         if issue is not None:
             entry.update(kind=issue.kind, reason=issue.reason)
-        if success and issue is None:
-            report["ok"].append(index)
+        if issue is None:
+            if success:
+                report["ok"].append(index)
+            else:
+                report["unexpected"].append({**entry, "why": entry["explanation"]})
         elif success:
             report["ok_known"].append(entry)
             if issue.gold_scores_one is False:
                 report["unexpected"].append({**entry, "why": "listed as failing, scored 1.0"})
-        elif issue is not None:
+        else:
             report["fail_known"].append(entry)
             if issue.gold_scores_one is True:
                 report["unexpected"].append({**entry, "why": "listed as scoring 1.0, did not: "
                                              + entry["explanation"]})
-        else:
-            report["unexpected"].append({**entry, "why": entry["explanation"]})
     return report
 
 

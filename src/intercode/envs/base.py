@@ -8,7 +8,7 @@ and ``skip``, and builds ``info``. Turn limits are Gymnasium's ``TimeLimit``.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, ClassVar, SupportsFloat
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
@@ -32,7 +32,7 @@ class Evaluation:
 class IntercodeEnv(gym.Env[str, str]):
     """Base of the intercode environments (text actions, text observations)."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 1}  # noqa: RUF012
     env_name = "intercode"
     submit_keyword = "submit"
     skip_keyword = "skip"

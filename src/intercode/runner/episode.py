@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import traceback
+from typing import Any
 
 from intercode.agents.base import Policy
 from intercode.envs.base import Evaluation, IntercodeEnv
@@ -20,9 +21,10 @@ def run_episode(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | 
     started = time.perf_counter()
     stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     task = env.dataset[index]
-    base = dict(env=env.env_name, dataset=env.dataset.name, task=index, source=task.source,
-                source_index=task.source_index, query=task.query, agent=policy.name,
-                started_at=stamp, worker=worker, known_issue=known_issue)
+    base: dict[str, Any] = dict(
+        env=env.env_name, dataset=env.dataset.name, task=index, source=task.source,
+        source_index=task.source_index, query=task.query, agent=policy.name, started_at=stamp,
+        worker=worker, known_issue=known_issue)
     turns: list[Turn] = []
     try:
         reward, success, info, best_turn = _play(env, index, policy, max_turns, turns)

@@ -202,7 +202,8 @@ class _Run:
                                     "its processes were killed")
                     self.timed_out = True
                     continue
-                return self._give_up("the shell did not recover after the kill")
+                self._give_up("the shell did not recover after the kill")
+                return None
             for fd, _event in poller.poll(remaining * 1000.0):
                 if fd == io.action_w:
                     self._write(poller)
