@@ -3,34 +3,29 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from intercode.datasets import fetch, nl2bash
+from intercode.datasets import nl2bash
 from intercode.datasets.files import FILES, REVISION
 from intercode.datasets.fsbuild import FILE_SYSTEMS
 from intercode.datasets.registry import dataset_names, load_dataset
 from intercode.datasets.tasks import BashTask, Dataset
 from intercode.errors import ConfigError, DatasetError
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "intercode"
+# the mirror the suite runs with (tests/conftest.py sets it)
+SHARED = Path(os.environ.get("INTERCODE_DATA_MIRROR", "/nonexistent"))
+pytestmark = pytest.mark.usefixtures("fresh_caches")
 PARTS = {"nl2bash-fs1": ("nl2bash_fs_1", 60), "nl2bash-fs2": ("nl2bash_fs_2", 53),
          "nl2bash-fs3": ("nl2bash_fs_3", 60), "nl2bash-fs4": ("nl2bash_fs_4", 27)}
 ALL_NAMES = ["bash-demo", "bash-test", "nl2bash", "nl2bash-fs1", "nl2bash-fs2",
              "nl2bash-fs3", "nl2bash-fs4"]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    fetch._verified.clear()
-    load_dataset.cache_clear()
-    yield
-    fetch._verified.clear()
-    load_dataset.cache_clear()
 
 
 @pytest.fixture()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
 import socket
 import threading
 import warnings
@@ -20,21 +21,15 @@ from intercode.datasets.files import FILES, REVISION
 from intercode.datasets.registry import load_dataset
 from intercode.errors import DatasetError, IntercodeError
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "intercode"
+# the mirror the suite runs with (tests/conftest.py sets it)
+SHARED = Path(os.environ.get("INTERCODE_DATA_MIRROR", "/nonexistent"))
+pytestmark = pytest.mark.usefixtures("fresh_caches")
 REV12 = REVISION[:12]
 
 
 # ---------------------------------------------------------------- helpers and fixtures
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    """No digest or dataset survives from another test."""
-    fetch._verified.clear()
-    load_dataset.cache_clear()
-    yield
-    fetch._verified.clear()
-    load_dataset.cache_clear()
 
 
 @pytest.fixture()

@@ -13,7 +13,6 @@ import hashlib
 import http.client
 import logging
 import os
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from intercode.datasets.files import FILES, REPOSITORY, REVISION, DataFile
 from intercode.errors import DatasetError
+from intercode.fsutil import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +112,4 @@ def _download(spec: DataFile, target: Path, attempts: int = 3) -> None:
     if actual != spec.sha256:
         raise DatasetError(f"{url} does not have the pinned content (sha256 {actual[:16]}..., "
                            f"expected {spec.sha256[:16]}...)")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(target, data)

@@ -18,18 +18,16 @@ import gzip
 import hashlib
 import io
 import logging
-import os
 import tarfile
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 
 from intercode.datasets.fetch import cache_dir, data_file
 from intercode.errors import DatasetError
-from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
+from intercode.fsutil import write_atomic
+from intercode.sandbox.filetree import FILE, Entry, FileTree
 from intercode.sandbox.inbox.tree import ancestors
 from intercode.sandbox.layout import EPOCH_NS
 from intercode.sandbox.limits import Limits
@@ -83,8 +81,8 @@ def prepared_fs(name: str) -> BuiltFs:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not archive.is_file():
                 tree, output = build(script)
-                _write_atomic(archive.with_suffix(".log"), output.encode())
-                _write_atomic(archive, tree.to_tar())
+                write_atomic(archive.with_suffix(".log"), output.encode())
+                write_atomic(archive, tree.to_tar())
     try:
         tree = FileTree.from_tar(archive.read_bytes(), source=str(archive))
         output = archive.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
@@ -163,19 +161,3 @@ def _normalise_archive(data: bytes, times: dict[str, int], start_ns: int) -> byt
         return None
     body = out.getvalue()
     return gzip.compress(body, compresslevel=6, mtime=0) if zipped else body
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def is_dir(entry: Entry) -> bool:
-    """Whether an entry is a directory."""
-    return entry.kind == DIR

@@ -1,0 +1,49 @@
+"""`intercode play`: a person drives the environment from a terminal."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+from intercode.play import Terminal, play
+from intercode.sandbox.limits import Limits
+
+
+def scripted(lines: list[str]) -> tuple[Terminal, io.StringIO]:
+    feed = iter(lines)
+    out = io.StringIO()
+
+    def read(prompt: str) -> str:
+        out.write(prompt)
+        try:
+            return next(feed)
+        except StopIteration:
+            raise EOFError from None
+
+    return Terminal(read=read, out=out), out
+
+
+def test_a_session_solves_a_task():
+    term, out = scripted(["ls /project", ":score", "cat /project/src/*.py \\", "| wc -l",
+                          "submit", "n"])
+    assert play("bash", "bash-demo", 0, Limits(), term) == 0
+    text = out.getvalue()
+    assert "Count the lines of all Python files" in text
+    assert "data\ndocs\nlogs\nsrc" in text
+    assert "score if submitted now: 0.67" in text
+    assert "reward: 1.00" in text and "solved" in text
+
+
+def test_skip_then_quit_with_ctrl_d():
+    term, out = scripted(["skip", "y"])
+    assert play("bash", "bash-demo", 1, Limits(), term) == 0
+    assert "skipped (reward 0)" in out.getvalue()
+
+
+def test_the_command_reads_a_pipe():
+    proc = subprocess.run([sys.executable, "-m", "intercode", "play", "bash", "--dataset",
+                           "bash-demo", "--task", "7"], input="find /project -type f | wc -l\nsubmit\n",
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "reward: 1.00" in proc.stdout
