@@ -13,15 +13,27 @@ from pathlib import Path
 from intercode.errors import ConfigError, IntercodeError
 from intercode.sandbox.limits import Limits
 
+DEFAULT_DATASETS = {"bash": "nl2bash", "sql": "spider-dev"}
+
 
 def _limits(args: argparse.Namespace) -> Limits:
     return Limits(timeout=args.timeout)
 
 
+def _dataset(args: argparse.Namespace) -> str:
+    return args.dataset or DEFAULT_DATASETS[args.env]
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("env", nargs="?", default="bash", choices=["bash"], help="environment")
-    p.add_argument("--dataset", default=None, help="dataset name (see `intercode datasets`)")
+    p.add_argument("env", nargs="?", default="bash", choices=sorted(DEFAULT_DATASETS),
+                   help="environment")
+    p.add_argument("--dataset", default=None,
+                   help="dataset name (see `intercode datasets`; default nl2bash / spider-dev)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per action (10)")
+    p.add_argument("--backend", default="sqlite", choices=["sqlite", "mysql"],
+                   help="SQL backend (sqlite)")
+    p.add_argument("--mysql-url", default=None,
+                   help="MySQL/MariaDB server for --backend mysql: mysql://user:pw@host:port")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,7 +97,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from intercode.runner.run import RunConfig, execute, parse_task_ranges
     from intercode.runner.summary import format_summary
 
-    dataset = args.dataset or "nl2bash"
+    dataset = _dataset(args)
     if args.output is None:
         if args.resume:
             raise ConfigError("--resume needs the --output of the run to finish")
@@ -97,7 +109,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     cfg = RunConfig(env=args.env, dataset=dataset, agent=args.agent, output=Path(args.output),
                     workers=args.workers, tasks=tasks, max_turns=args.turns,
                     trajectories=args.trajectories, limits=_limits(args),
-                    upstream_quirks=args.upstream_quirks, resume=args.resume)
+                    upstream_quirks=args.upstream_quirks, resume=args.resume,
+                    sql_backend=args.backend, mysql_url=args.mysql_url)
     summary = execute(cfg, progress=not args.no_progress)
     print(format_summary(summary))
     print(f"results    {Path(args.output) / 'results.jsonl'}")
@@ -108,8 +121,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """``intercode validate``."""
     from intercode.validate import format_report, validate
 
-    report = validate(args.env, args.dataset or "nl2bash", workers=args.workers,
-                      limits=_limits(args), output=Path(args.output) if args.output else None)
+    report = validate(args.env, _dataset(args), workers=args.workers, limits=_limits(args),
+                      output=Path(args.output) if args.output else None,
+                      sql_backend=args.backend, mysql_url=args.mysql_url)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0 if not report["unexpected"] else 1
 
@@ -118,7 +132,9 @@ def cmd_play(args: argparse.Namespace) -> int:
     """``intercode play``."""
     from intercode.play import play
 
-    return play(args.env, args.dataset or "nl2bash-fs1", args.task, _limits(args))
+    dataset = args.dataset or {"bash": "nl2bash-fs1"}.get(args.env, DEFAULT_DATASETS[args.env])
+    return play(args.env, dataset, args.task, _limits(args), backend=args.backend,
+                mysql_url=args.mysql_url)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from intercode.envs.base import IntercodeEnv
+from intercode.envs.factory import create_env
 from intercode.sandbox.limits import Limits
 
 HELP = """commands:
@@ -49,16 +50,15 @@ class Terminal:
 
 
 def play(env_name: str, dataset: str, task: int | None, limits: Limits,
-         term: Terminal | None = None) -> int:
+         term: Terminal | None = None, backend: str = "sqlite",
+         mysql_url: str | None = None) -> int:
     """Run play sessions until the person quits."""
-    from intercode.envs.bash import BashEnv
-
     term = term or Terminal()
     try:
         import readline  # noqa: F401  (history and line editing for input())
     except ImportError:
         pass
-    env = BashEnv(dataset, limits=limits)
+    env = create_env(env_name, dataset, limits, sql_backend=backend, mysql_url=mysql_url)
     try:
         while True:
             options = {"task": task} if task is not None else None
@@ -78,6 +78,8 @@ def play_one(env: IntercodeEnv, term: Terminal, options: dict | None) -> bool:
     """One task; ``False`` if the person quit."""
     query, info = env.reset(options=options)
     term.say(f"\ntask {info['task']} of {info['dataset']}", "bold")
+    if "database" in info:
+        term.say(f"database {info['database']} ({info['dialect']})", "dim")
     term.say(query)
     term.say("(type :help for commands)", "dim")
     while True:
@@ -110,8 +112,12 @@ def play_one(env: IntercodeEnv, term: Terminal, options: dict | None) -> bool:
             if observation:
                 term.say(observation.rstrip("\n"))
             elapsed = (time.perf_counter() - started) * 1000
-            status = ("timed out" if step_info.get("timed_out")
-                      else f"exit {step_info.get('exit_code')}")
+            if step_info.get("timed_out"):
+                status = "timed out"
+            elif "rows" in step_info:
+                status = "error" if step_info.get("error") else f"{step_info['rows']} rows"
+            else:
+                status = f"exit {step_info.get('exit_code')}"
             term.say(f"[{status} · {elapsed:.0f} ms]", "dim")
             if terminated:
                 return True

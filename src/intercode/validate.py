@@ -25,13 +25,15 @@ from intercode.sandbox.limits import Limits
 
 def validate(env: str, dataset: str, workers: int = 2, limits: Limits | None = None,
              output: Path | None = None, tasks: tuple[int, ...] | None = None,
-             progress: bool = True) -> dict[str, Any]:
+             progress: bool = True, sql_backend: str = "sqlite",
+             mysql_url: str | None = None) -> dict[str, Any]:
     """Run the gold agent on ``dataset`` and classify every task."""
     ds = load_dataset(dataset)
     with tempfile.TemporaryDirectory(prefix="intercode-validate-") as tmp:
         folder = output or Path(tmp) / "run"
         cfg = RunConfig(env=env, dataset=dataset, agent="gold", output=folder, workers=workers,
-                        tasks=tasks, limits=limits or Limits(), resume=output is not None)
+                        tasks=tasks, limits=limits or Limits(), resume=output is not None,
+                        sql_backend=sql_backend, mysql_url=mysql_url)
         execute(cfg, progress=progress)
         records = latest_by_task(ResultsLog(folder / "results.jsonl").read())
     known = known_issues(dataset)

@@ -1,6 +1,7 @@
 """Datasets: pinned upstream data, task loaders and prepared file systems."""
 
 from intercode.datasets.registry import dataset_names, load_dataset
+from intercode.datasets.spider import SqlTask
 from intercode.datasets.tasks import BashTask, Dataset, Task
 
-__all__ = ["BashTask", "Dataset", "Task", "dataset_names", "load_dataset"]
+__all__ = ["BashTask", "Dataset", "SqlTask", "Task", "dataset_names", "load_dataset"]

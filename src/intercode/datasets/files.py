@@ -62,4 +62,12 @@ FILES: dict[str, DataFile] = {
         "data/results/bash/gpt-3.5/ic_bash_multiturn_gpt-3.5_10_turns_fs_4.json",
         "results/bash/gpt-3.5/ic_bash_multiturn_gpt-3.5_10_turns_fs_4.json",
         "0e7d10b719b994efc9472098760b69e4771ed43a588ce80e2b8f547f88c4077c", 74009),
+    "spider_dev": _f("data/sql/spider/ic_spider_dev.json", "sql/ic_spider_dev.json",
+                     "68c9ecb0692c80770f46c724cc073ea76be4f301a294caa532c050546948128e", 1001475),
+    "spider_dbs": _f("data/sql/spider/ic_spider_dbs.sql", "sql/ic_spider_dbs.sql",
+                     "61f6e8000cb5bb696f123fa55e111acdcd8da7eca64f452a36fd1a6e5fb1781a", 412090),
+    "results_sql": _f(
+        "data/results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json",
+        "results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json",
+        "c19e6cb7e2fd3e64ff343a4980d59addc9aacded87f3e80a8eb0ac3f9bbedaf5", 3912527),
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from intercode.datasets import nl2bash
+from intercode.datasets import nl2bash, spider
 from intercode.datasets.tasks import Dataset
 from intercode.errors import ConfigError
 
@@ -13,6 +13,7 @@ LOADERS: dict[str, tuple[str, Callable[[str], Dataset]]] = {
     **{name: ("bash", nl2bash.load) for name in nl2bash.SOURCES},
     "nl2bash": ("bash", nl2bash.load),
     nl2bash.DEMO: ("bash", nl2bash.load),
+    "spider-dev": ("sql", spider.load),
 }
 
 

@@ -2,5 +2,6 @@
 
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bash import BashEnv
+from intercode.envs.sql import SqlEnv
 
-__all__ = ["BashEnv", "Evaluation", "IntercodeEnv"]
+__all__ = ["BashEnv", "Evaluation", "IntercodeEnv", "SqlEnv"]

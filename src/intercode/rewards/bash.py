@@ -24,6 +24,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from intercode.rewards.rounding import round_like_numpy
 from intercode.rewards.tfidf import answer_similarity
 from intercode.sandbox.base import Change
 
@@ -61,11 +62,6 @@ class BashReward:
         """The three rounded parts, by upstream's names."""
         return {"file_diff": self.file_diff, "file_changes": self.file_changes,
                 "answer_similarity": self.answer_similarity}
-
-
-def round_like_numpy(value: float) -> float:
-    """``round(numpy.float64(value), 2)`` as a Python float: ``rint(value * 100) / 100``."""
-    return round(value * 100) / 100
 
 
 def common_added(agent: Sequence[Change], gold: Sequence[Change]) -> list[str]:

@@ -22,7 +22,8 @@ from intercode.runner.worker import WorkerSpec
 from intercode.sandbox.limits import Limits
 
 log = logging.getLogger(__name__)
-RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks")
+RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
+               "sql_backend")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class RunConfig:
     limits: Limits = field(default_factory=Limits)
     upstream_quirks: bool = False
     resume: bool = False
+    sql_backend: str = "sqlite"
+    mysql_url: str | None = None
 
 
 def parse_task_ranges(text: str, count: int) -> tuple[int, ...]:
@@ -100,7 +103,8 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     known = known_issues(cfg.dataset)
     spec = WorkerSpec(env=cfg.env, dataset=cfg.dataset, agent=cfg.agent, limits=cfg.limits,
                       trajectories=cfg.trajectories, max_turns=cfg.max_turns,
-                      upstream_quirks=cfg.upstream_quirks,
+                      upstream_quirks=cfg.upstream_quirks, sql_backend=cfg.sql_backend,
+                      mysql_url=cfg.mysql_url,
                       known_issues={t: known[t].reason for t in tasks if t in known})
     bar = Progress(len(todo), enabled=progress and bool(todo))
 
@@ -130,4 +134,18 @@ def _config_record(cfg: RunConfig, revision: str, tasks: tuple[int, ...]) -> dic
     data["python"] = sys.version.split()[0]
     data["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     data.pop("resume")
+    data["mysql_url"] = redact_url(cfg.mysql_url)
     return data
+
+
+def redact_url(url: str | None) -> str | None:
+    """A server URL without its password."""
+    if not url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

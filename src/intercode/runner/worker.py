@@ -10,6 +10,7 @@ from typing import Any
 from intercode.agents import GoldPolicy, ReplayPolicy, load_trajectories
 from intercode.agents.base import Policy
 from intercode.envs.base import IntercodeEnv
+from intercode.envs.factory import create_env
 from intercode.errors import ConfigError, IntercodeError, SandboxError
 from intercode.runner.episode import run_episode
 from intercode.sandbox.limits import Limits
@@ -27,15 +28,14 @@ class WorkerSpec:
     max_turns: int | None = None
     upstream_quirks: bool = False
     known_issues: dict[int, str] = field(default_factory=dict)
+    sql_backend: str = "sqlite"
+    mysql_url: str | None = None
 
 
 def make_env(spec: WorkerSpec) -> IntercodeEnv:
     """The environment a spec describes (not wrapped)."""
-    if spec.env == "bash":
-        from intercode.envs.bash import BashEnv
-
-        return BashEnv(spec.dataset, limits=spec.limits, upstream_quirks=spec.upstream_quirks)
-    raise ConfigError(f"unknown environment {spec.env!r}")
+    return create_env(spec.env, spec.dataset, spec.limits, spec.upstream_quirks,
+                      spec.sql_backend, spec.mysql_url)
 
 
 def make_policy(spec: WorkerSpec) -> Policy:

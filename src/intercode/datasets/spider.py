@@ -1,0 +1,41 @@
+"""The SQL dataset: Spider dev as InterCode published it (1034 tasks, 20 databases)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from intercode.datasets.fetch import data_file
+from intercode.datasets.files import REVISION
+from intercode.datasets.nl2bash import read_json
+from intercode.datasets.tasks import Dataset, Task
+from intercode.errors import DatasetError
+
+HARDNESS = ("easy", "medium", "hard", "extra")
+
+
+@dataclass(frozen=True)
+class SqlTask(Task):
+    """A SQL task runs on one database; ``hardness`` is Spider's difficulty."""
+
+    db: str = ""
+    hardness: str = ""
+
+
+def load(name: str) -> Dataset:
+    """``spider-dev``: every task of ``ic_spider_dev.json``, in its order."""
+    path = data_file("spider_dev")
+    raw = read_json(path, name)
+    if not isinstance(raw, list):
+        raise DatasetError(f"{path.name}: expected a JSON list of tasks")
+    tasks = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise DatasetError(f"{path.name}: task {i} is not an object")
+        fields = {k: item.get(k) for k in ("query", "gold", "db", "hardness")}
+        for key, value in fields.items():
+            if not isinstance(value, str) or not value.strip():
+                raise DatasetError(f"{path.name}: task {i} has no {key!r} string")
+        tasks.append(SqlTask(index=i, query=fields["query"], gold=fields["gold"], dataset=name,
+                             source=name, source_index=i, db=fields["db"],
+                             hardness=fields["hardness"]))
+    return Dataset(name, "sql", tuple(tasks), REVISION, "Spider dev, as in InterCode")

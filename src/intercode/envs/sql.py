@@ -1,0 +1,145 @@
+"""The SQL environment: Spider questions answered against a real database.
+
+The agent's statements run in its own session, which starts every episode on a
+pristine copy of the task's database (as InterCode's ``use <db>``). The gold query
+runs in a second session on a pristine copy, never on the agent's connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from intercode.datasets import Dataset, SqlTask, Task
+from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.errors import ConfigError, RewardError
+from intercode.rewards.sql import SqlReward, sql_reward
+from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
+from intercode.sql.results import QueryResult
+
+
+def make_backend(backend: str | SqlBackend, limits: SqlLimits,
+                 mysql_url: str | None = None) -> SqlBackend:
+    """A backend by name (``sqlite`` or ``mysql``) or the one given."""
+    if isinstance(backend, SqlBackend):
+        return backend
+    if backend == "sqlite":
+        from intercode.sql.sqlite_backend import SqliteBackend
+
+        return SqliteBackend(limits)
+    if backend == "mysql":
+        from intercode.sql.mysql_backend import MysqlBackend
+
+        if not mysql_url:
+            raise ConfigError("the mysql backend needs a server URL "
+                              "(--mysql-url mysql://user:password@host:port)")
+        return MysqlBackend(mysql_url, limits)
+    raise ConfigError(f"unknown SQL backend {backend!r} (sqlite or mysql)")
+
+
+class SqlEnv(IntercodeEnv):
+    """``gymnasium.make("intercode/sql-v0", dataset="spider-dev")``.
+
+    Args:
+        dataset: ``spider-dev`` or a loaded SQL dataset.
+        backend: ``"sqlite"`` (embedded, default), ``"mysql"`` (a MariaDB or MySQL
+            server given by ``mysql_url``), or a backend object.
+        limits: statement timeout and row limits.
+    """
+
+    env_name = "sql"
+
+    def __init__(self, dataset: str | Dataset = "spider-dev", *,
+                 backend: str | SqlBackend = "sqlite", mysql_url: str | None = None,
+                 limits: SqlLimits | None = None, render_mode: str | None = None) -> None:
+        super().__init__(dataset, render_mode=render_mode)
+        self.limits = limits or SqlLimits()
+        self._owns_backend = not isinstance(backend, SqlBackend)
+        self.backend = make_backend(backend, self.limits, mysql_url)
+        self._agent: SqlSession | None = None
+        self._gold: SqlSession | None = None
+        self._last: QueryResult | None = None
+        self._gold_result: QueryResult | None = None
+
+    @property
+    def dialect(self) -> str:
+        """What the agent is talking to (for prompts)."""
+        return self.backend.dialect
+
+    def warm_up(self) -> None:
+        """Open both sessions."""
+        self._session("agent")
+        self._session("gold")
+
+    def _session(self, which: str) -> SqlSession:
+        if which == "agent":
+            if self._agent is None:
+                self._agent = self.backend.session()
+            return self._agent
+        if self._gold is None:
+            self._gold = self.backend.session()
+        return self._gold
+
+    def load_task(self, task: Task) -> None:
+        """Connect the agent to a pristine copy of the task's database."""
+        if not isinstance(task, SqlTask):
+            raise ConfigError(f"task {task.index} of {task.dataset} is not a SQL task")
+        self._session("agent").reset(task.db)
+        self._last = None
+        self._gold_result = None
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode; ``info`` also names the database and the dialect."""
+        query, info = super().reset(seed=seed, options=options)
+        assert isinstance(self.task, SqlTask)
+        info.update(database=self.task.db, hardness=self.task.hardness, dialect=self.dialect)
+        return query, info
+
+    def execute(self, action: str) -> tuple[str, dict[str, Any]]:
+        """Run one statement."""
+        session = self._session("agent")
+        result = session.execute(action)
+        self._last = result
+        info = {"error": result.error, "action_executed": result.ok,
+                "timed_out": result.timed_out, "exit_code": 0 if result.ok else 1,
+                "rows": None if result.rows is None else len(result.rows),
+                "database": session.current_db}
+        return result.render(self.limits.max_rows), info
+
+    def gold_result(self) -> QueryResult:
+        """The gold query's result on a pristine database (once per episode)."""
+        if self._gold_result is None:
+            assert isinstance(self.task, SqlTask)
+            session = self._session("gold")
+            session.reset(self.task.db)
+            self._gold_result = session.execute(self.task.gold)
+        return self._gold_result
+
+    def reward(self) -> SqlReward:
+        """The reward of the agent's last result."""
+        if self.task is None:
+            raise RewardError("no task loaded")
+        gold = self.gold_result()
+        gold_rows = gold.rows if gold.ok and gold.rows is not None else []
+        agent_rows = self._last.rows if self._last is not None and self._last.ok else None
+        return sql_reward(agent_rows, gold_rows, self.task.gold)
+
+    def evaluate(self) -> Evaluation:
+        """What submitting now would give."""
+        reward = self.reward()
+        gold = self.gold_result()
+        info = {"reward_parts": {"iou": reward.iou, "kendall_tau": reward.tau},
+                "exec_match": reward.exec_match, "gold_failed": not gold.ok,
+                "gold_error": gold.error, "gold_rows": None if gold.rows is None else
+                len(gold.rows)}
+        return Evaluation(reward.reward, reward.success, info)
+
+    def close(self) -> None:
+        """Close the sessions (and the backend, if this environment made it)."""
+        for session in (self._agent, self._gold):
+            if session is not None:
+                session.close()
+        self._agent = self._gold = None
+        if self._owns_backend:
+            self.backend.close()
+        super().close()

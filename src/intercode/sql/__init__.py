@@ -1,0 +1,1 @@
+"""SQL execution backends: embedded SQLite and a MySQL-compatible server."""

@@ -1,0 +1,65 @@
+"""The interface of SQL backends and their limits."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from intercode.errors import ConfigError
+from intercode.sql.results import QueryResult
+
+
+@dataclass(frozen=True)
+class SqlLimits:
+    """Limits of SQL execution.
+
+    Attributes:
+        timeout: seconds one statement may run before it is interrupted.
+        max_rows: rows of a result shown in the observation (the rest is counted).
+        max_result_rows: rows of a result kept at all (for the reward); a statement
+            producing more is cut there and marked.
+    """
+
+    timeout: float = 10.0
+    max_rows: int = 1000
+    max_result_rows: int = 200_000
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0 or self.max_rows < 1 or self.max_result_rows < self.max_rows:
+            raise ConfigError(f"invalid SQL limits {self}")
+
+
+class SqlSession(ABC):
+    """A connection of one episode: it starts on a pristine copy of a database."""
+
+    current_db: str
+
+    @abstractmethod
+    def reset(self, db: str) -> None:
+        """Drop every change and make a pristine ``db`` the current database."""
+
+    @abstractmethod
+    def execute(self, sql: str) -> QueryResult:
+        """Run one statement; errors and timeouts come back as data."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the session."""
+
+
+class SqlBackend(ABC):
+    """Where SQL runs."""
+
+    name = "sql"
+    dialect = "SQL"
+
+    @abstractmethod
+    def databases(self) -> list[str]:
+        """Names of the databases tasks can use."""
+
+    @abstractmethod
+    def session(self) -> SqlSession:
+        """A new session (the agent's, or the gold's)."""
+
+    def close(self) -> None:  # noqa: B027  (backends with nothing to release keep it)
+        """Release what the backend holds (idempotent)."""

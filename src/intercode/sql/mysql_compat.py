@@ -1,0 +1,153 @@
+"""MySQL's exploration commands and a few of its functions, for the SQLite backend.
+
+Agents trained on MySQL (and InterCode's recorded trajectories) explore with ``SHOW
+TABLES``, ``DESCRIBE t``, ``USE db`` and friends; these return MySQL-shaped rows here.
+Table names are shown in lower case, as InterCode's server (``lower_case_table_names=1``)
+showed them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import re
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from intercode.datasets.mysqldump import Database, Table
+from intercode.sql.results import QueryResult
+from intercode.sql.schema import show_columns, show_create_table
+
+_IDENT = r"`?([A-Za-z0-9_$]+)`?"
+_FROM_DB = rf"(?:\s+(?:FROM|IN)\s+{_IDENT})?"
+_LIKE = r"(?:\s+LIKE\s+'([^']*)')?"
+COMMANDS: list[tuple[str, re.Pattern[str]]] = [
+    ("use", re.compile(rf"^USE\s+{_IDENT}$", re.I)),
+    ("databases", re.compile(rf"^SHOW\s+(?:DATABASES|SCHEMAS){_LIKE}$", re.I)),
+    ("tables", re.compile(rf"^SHOW\s+(FULL\s+)?TABLES{_FROM_DB}{_LIKE}$", re.I)),
+    ("columns", re.compile(rf"^SHOW\s+(?:FULL\s+)?(?:COLUMNS|FIELDS)\s+(?:FROM|IN)\s+{_IDENT}"
+                           rf"{_FROM_DB}$", re.I)),
+    ("describe", re.compile(rf"^(?:DESCRIBE|DESC|EXPLAIN)\s+{_IDENT}$", re.I)),
+    ("create", re.compile(rf"^SHOW\s+CREATE\s+TABLE\s+{_IDENT}$", re.I)),
+]
+
+
+@dataclass(frozen=True)
+class Meta:
+    """A recognised MySQL command and its arguments."""
+
+    kind: str
+    args: tuple[str | None, ...]
+
+
+def parse_meta(sql: str) -> Meta | None:
+    """The MySQL exploration command ``sql`` is, if it is one."""
+    text = sql.strip().rstrip(";").strip()
+    for kind, pattern in COMMANDS:
+        m = pattern.match(text)
+        if m:
+            return Meta(kind, m.groups())
+    return None
+
+
+def like_to_regex(pattern: str) -> re.Pattern[str]:
+    """A MySQL ``LIKE`` pattern as a case-insensitive regex."""
+    out = []
+    for c in pattern:
+        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+    return re.compile("^" + "".join(out) + "$", re.I)
+
+
+def table_names(conn: sqlite3.Connection) -> list[str]:
+    """Tables of the current database, lower-cased and sorted as MySQL shows them."""
+    rows = conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table' "
+                        "AND name NOT LIKE 'sqlite_%'").fetchall()
+    return sorted(r[0].lower() for r in rows)
+
+
+def find_table(db: Database | None, name: str) -> Table | None:
+    """A dumped table by case-insensitive name."""
+    if db is None:
+        return None
+    for table_name, table in db.tables.items():
+        if table_name.lower() == name.lower():
+            return table
+    return None
+
+
+def describe(conn: sqlite3.Connection, db: Database | None, db_name: str,
+             name: str) -> QueryResult:
+    """``DESCRIBE name``: the dump's definition, or SQLite's for a table made later."""
+    exists = conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table' AND "
+                          "lower(name) = lower(?)", (name,)).fetchone()
+    if exists is None:
+        return QueryResult(error=f"Table '{db_name}.{name.lower()}' doesn't exist")
+    table = find_table(db, name)
+    if table is not None and [c[1] for c in _pragma_columns(conn, exists[0])] == [
+            c.name for c in table.columns]:
+        return QueryResult(rows=list(show_columns(table)))
+    rows = []
+    for _cid, col, typ, notnull, default, pk in _pragma_columns(conn, exists[0]):
+        rows.append((col, (typ or "").lower(), "NO" if notnull or pk else "YES",
+                     "PRI" if pk else "", default, ""))
+    return QueryResult(rows=rows)
+
+
+def _pragma_columns(conn: sqlite3.Connection, table: str) -> list[tuple]:
+    return conn.execute(f"PRAGMA main.table_info(\"{table.replace(chr(34), chr(34) * 2)}\")"
+                        ).fetchall()
+
+
+def create_table(conn: sqlite3.Connection, db: Database | None, db_name: str,
+                 name: str) -> QueryResult:
+    """``SHOW CREATE TABLE name``."""
+    row = conn.execute("SELECT name, sql FROM main.sqlite_master WHERE type = 'table' AND "
+                       "lower(name) = lower(?)", (name,)).fetchone()
+    if row is None:
+        return QueryResult(error=f"Table '{db_name}.{name.lower()}' doesn't exist")
+    table = find_table(db, name)
+    text = show_create_table(table) if table is not None else row[1]
+    return QueryResult(rows=[(row[0].lower(), text)])
+
+
+# -- MySQL functions missing from SQLite ---------------------------------------------------
+
+
+def _date_part(index: int) -> Callable[[object], int | None]:
+    def part(value: object) -> int | None:
+        if value is None:
+            return None
+        m = re.match(r"^\s*(\d{1,4})-(\d{1,2})-(\d{1,2})", str(value))
+        return int(m.group(index)) if m else None
+    return part
+
+
+def _concat(*args: object) -> str | None:
+    if any(a is None for a in args):
+        return None
+    return "".join(str(a) for a in args)
+
+
+def _concat_ws(sep: object, *args: object) -> str | None:
+    if sep is None:
+        return None
+    return str(sep).join(str(a) for a in args if a is not None)
+
+
+def _if(cond: object, yes: object, no: object) -> object:
+    return yes if cond not in (None, 0, 0.0, "", "0") else no
+
+
+def register_functions(conn: sqlite3.Connection, current_db: Callable[[], str]) -> None:
+    """Add YEAR, MONTH, DAY, CONCAT, CONCAT_WS, IF, RAND, DATABASE, NOW, CURDATE."""
+    conn.create_function("year", 1, _date_part(1), deterministic=True)
+    conn.create_function("month", 1, _date_part(2), deterministic=True)
+    conn.create_function("day", 1, _date_part(3), deterministic=True)
+    conn.create_function("concat", -1, _concat, deterministic=True)
+    conn.create_function("concat_ws", -1, _concat_ws, deterministic=True)
+    conn.create_function("if", 3, _if, deterministic=True)
+    conn.create_function("rand", 0, random.random)
+    conn.create_function("database", 0, current_db)
+    conn.create_function("now", 0, lambda: dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S"))
+    conn.create_function("curdate", 0, lambda: dt.date.today().isoformat())

@@ -1,0 +1,47 @@
+"""The result of one SQL statement, and how it is shown to the agent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Rows (``None`` for a statement without a result set) or an error.
+
+    ``rows`` holds the whole result up to the backend's row cap (``capped`` says if
+    rows were dropped there); the reward uses it. The observation shows at most
+    ``max_rows`` of them.
+    """
+
+    rows: list[Row] | None = None
+    error: str | None = None
+    timed_out: bool = False
+    affected: int = -1
+    capped: bool = False
+    message: str = ""
+    columns: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """Whether the statement ran without error."""
+        return self.error is None
+
+    def render(self, max_rows: int) -> str:
+        """InterCode's observation: ``str(rows)``, or ``Error executing query: ...``."""
+        if self.error is not None:
+            return f"Error executing query: {self.error}"
+        if self.rows is None:
+            if self.message:
+                return self.message
+            return f"Query OK, {max(self.affected, 0)} rows affected"
+        shown = self.rows[:max_rows]
+        text = str(shown)
+        hidden = len(self.rows) - len(shown)
+        if hidden > 0 or self.capped:
+            more = f"{hidden}+" if self.capped else str(hidden)
+            text += f"\n[intercode] {more} more rows not shown ({len(shown)} shown)"
+        return text
