@@ -1,0 +1,359 @@
+"""The MySQL-compatible server backend (MariaDB or MySQL, given by URL).
+
+Each backend object loads InterCode's dump into its own template databases
+(``ic_<run>_t_<db>``, unique per run) and drops everything it made on close. An
+agent session works on private copies (``ic_<run>_<session>_<db>``) inside a
+transaction: a reset rolls back (a fraction of a millisecond) unless a statement
+could have committed (DDL, ``COMMIT``, ...), in which case the copy is made again.
+The gold session reads the templates directly, in a transaction it rolls back.
+
+Agents use the logical database names: they are mapped to the physical ones in
+statements (``world_1.city``, ``USE world_1``, ``'world_1'`` literals) and back in
+results and error messages. Like InterCode's server, the server must compare table
+names case-insensitively (``lower_case_table_names=1``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import secrets
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from intercode.datasets.fetch import data_file
+from intercode.datasets.mysqldump import split_statements
+from intercode.errors import ConfigError, SandboxError
+from intercode.sql import mysql_compat as compat
+from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
+from intercode.sql.results import QueryResult
+from intercode.sql.store import SqlStore, spider_store
+
+READ = {"SELECT", "SHOW", "DESC", "DESCRIBE", "EXPLAIN", "HELP", "WITH", "VALUES", "TABLE"}
+DML = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
+_FIRST_WORD = re.compile(r"^(?:\s|/\*.*?\*/|--[^\n]*\n|#[^\n]*\n|\()*([A-Za-z]+)", re.S)
+TIMEOUT_ERRORS = {1969, 3024, 1317}  # MariaDB / MySQL statement time limit, interrupted
+
+
+def parse_url(url: str) -> dict[str, Any]:
+    """``mysql://user:password@host:port`` as connection arguments."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname:
+        raise ConfigError(f"not a server URL: {url!r} (use mysql://user:password@host:port)")
+    return {"host": parts.hostname, "port": parts.port or 3306,
+            "user": unquote(parts.username or "root"),
+            "password": unquote(parts.password or "")}
+
+
+def statement_kind(sql: str) -> str:
+    """``read``, ``dml`` (rolled back at reset) or ``other`` (may commit: redo the copy)."""
+    m = _FIRST_WORD.match(sql)
+    word = m.group(1).upper() if m else ""
+    if word in READ:
+        return "read"
+    if word in DML:
+        return "dml"
+    return "other"
+
+
+class MysqlBackend(SqlBackend):
+    """A server given by URL, with per-run databases."""
+
+    name = "mysql"
+
+    def __init__(self, url: str, limits: SqlLimits | None = None,
+                 store: SqlStore | None = None) -> None:
+        try:
+            import pymysql
+        except ImportError as exc:
+            raise ConfigError("the mysql backend needs PyMySQL: pip install pymysql") from exc
+        self._pymysql = pymysql
+        self.args = parse_url(url)
+        self.limits = limits or SqlLimits()
+        self.store = store or spider_store()
+        self.run_id = "ic_" + secrets.token_hex(4)
+        self._sessions = itertools.count()
+        self._admin: Any = None
+        self.server = ""
+        self.dialect = "MySQL"
+        self._pattern: re.Pattern[str] | None = None
+
+    # -- connections ---------------------------------------------------------------------
+
+    def connect(self, database: str | None = None) -> Any:
+        """A new autocommit connection (no TLS: the server is local or trusted)."""
+        try:
+            return self._pymysql.connect(**self.args, database=database, autocommit=True,
+                                         charset="utf8mb4", ssl_disabled=True,
+                                         connect_timeout=10, local_infile=False,
+                                         read_timeout=self.limits.timeout + 30)
+        except self._pymysql.err.Error as exc:
+            raise SandboxError(f"cannot connect to the SQL server at {self.args['host']}:"
+                               f"{self.args['port']}: {exc}") from exc
+
+    def admin(self) -> Any:
+        """The backend's own connection (loads templates, makes copies)."""
+        if self._admin is None:
+            self._admin = self.connect()
+            version = self.query("SELECT VERSION(), @@lower_case_table_names")[0]
+            self.server = str(version[0])
+            flavour = "MariaDB" if "mariadb" in self.server.lower() else "MySQL"
+            self.dialect = f"{flavour} {self.server.split('-')[0]}"
+            if int(version[1]) == 0:
+                raise ConfigError(
+                    f"the server at {self.args['host']} compares table names case-sensitively; "
+                    "InterCode's did not: start it with lower_case_table_names=1 "
+                    "(scripts/mariadb-start does)")
+            self._load_templates()
+        return self._admin
+
+    def query(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        """Run an administrative statement; return its rows."""
+        with self._admin.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall()) if cur.description else []
+
+    # -- names ---------------------------------------------------------------------------
+
+    def template(self, db: str) -> str:
+        """Physical name of the pristine copy of ``db``."""
+        return f"{self.run_id}_t_{db.lower()}"
+
+    def copy_name(self, session: int, db: str) -> str:
+        """Physical name of a session's private copy of ``db``."""
+        return f"{self.run_id}_{session}_{db.lower()}"
+
+    def databases(self) -> list[str]:
+        """The Spider databases."""
+        return self.store.names()
+
+    def _load_templates(self) -> None:
+        text = data_file("spider_dbs").read_text(encoding="utf-8")
+        self.query("SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
+        self.query("SET SESSION foreign_key_checks = 0")
+        current = None
+        for statement in split_statements(text):
+            head = statement[:30].upper()
+            if head.startswith(("CREATE USER", "GRANT", "FLUSH", "LOCK", "UNLOCK")):
+                continue
+            if head.startswith("CREATE DATABASE"):
+                name = re.search(r"`([^`]+)`", statement).group(1)  # type: ignore[union-attr]
+                self.query(f"CREATE DATABASE `{self.template(name)}` CHARACTER SET utf8mb4 "
+                           "COLLATE utf8mb4_general_ci")
+            elif head.startswith("USE"):
+                current = re.search(r"`([^`]+)`", statement).group(1)  # type: ignore[union-attr]
+                self._admin.select_db(self.template(current))
+            elif current is not None:
+                self.query(statement)
+        for name, db in self.store.databases.items():
+            for table in db.tables:
+                got = self.query(f"SELECT COUNT(*) FROM `{self.template(name)}`.`{table}`")[0][0]
+                if not isinstance(got, int):
+                    raise SandboxError(f"cannot count rows of {name}.{table}")
+        self.query("SET SESSION foreign_key_checks = 1")
+
+    def clone(self, db: str, target: str) -> None:
+        """Copy the template of ``db`` into ``target`` (replacing it)."""
+        source = self.template(db)
+        self.query(f"DROP DATABASE IF EXISTS `{target}`")
+        self.query(f"CREATE DATABASE `{target}` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
+        self.query("SET SESSION foreign_key_checks = 0")
+        tables = [t for (t,) in self.query(f"SHOW TABLES FROM `{source}`")]
+        for table in tables:
+            self.query(f"CREATE TABLE `{target}`.`{table}` LIKE `{source}`.`{table}`")
+            self.query(f"INSERT INTO `{target}`.`{table}` SELECT * FROM `{source}`.`{table}`")
+        if tables:  # fresh statistics, so that every copy gets the same query plans
+            self.query("ANALYZE TABLE " + ", ".join(f"`{target}`.`{t}`" for t in tables))
+
+    def name_pattern(self) -> re.Pattern[str]:
+        """Logical database names as qualifiers (``db.``) or string literals (``'db'``)."""
+        if self._pattern is None:
+            alternatives = "|".join(re.escape(n) for n in self.store.databases)
+            self._pattern = re.compile(rf"(`?)\b({alternatives})\b(`?)(?=\s*\.)"
+                                       rf"|(['\"])({alternatives})\4", re.I)
+        return self._pattern
+
+    def session(self) -> MysqlSession:
+        """A new session with its own connection."""
+        self.admin()
+        return MysqlSession(self, next(self._sessions))
+
+    def kill(self, thread_id: int) -> None:
+        """Stop what a connection runs (its statement ignored the time limit)."""
+        try:
+            self.query(f"KILL {int(thread_id)}")
+        except self._pymysql.err.Error:
+            pass
+
+    def close(self) -> None:
+        """Drop every database of this run."""
+        if self._admin is None:
+            return
+        try:
+            pattern = self.run_id.replace("_", "\\_") + "\\_%"
+            for (name,) in self.query("SHOW DATABASES LIKE %s", (pattern,)):
+                self.query(f"DROP DATABASE IF EXISTS `{name}`")
+        finally:
+            self._admin.close()
+            self._admin = None
+
+
+class MysqlSession(SqlSession):
+    """One connection; private copies of the databases it uses (or the templates, for gold)."""
+
+    def __init__(self, backend: MysqlBackend, sid: int) -> None:
+        self.backend = backend
+        self.sid = sid
+        self.current_db = ""
+        self.conn = backend.connect()
+        self._copies: set[str] = set()
+        self._dirty: set[str] = set()
+        self._names: dict[str, str] = {}
+        self._configure()
+
+    def _configure(self) -> None:
+        timeout = self.backend.limits.timeout
+        with self.conn.cursor() as cur:
+            if "mariadb" in self.backend.server.lower():
+                cur.execute(f"SET SESSION max_statement_time = {timeout:g}")
+            else:
+                cur.execute(f"SET SESSION max_execution_time = {int(timeout * 1000)}")
+
+    def _physical(self, db: str, fresh: bool = False) -> str:
+        """The session's copy of ``db``, made if missing (or, at a reset, if dirty)."""
+        if db not in self._copies or (fresh and db in self._dirty):
+            self.backend.clone(db, self.backend.copy_name(self.sid, db))
+            self._copies.add(db)
+            self._dirty.discard(db)
+        return self.backend.copy_name(self.sid, db)
+
+    def reset(self, db: str) -> None:
+        """Roll back, redo copies that a statement may have committed to, use ``db``."""
+        name = self._canonical(db)
+        if name is None:
+            raise KeyError(db)
+        self._rollback()
+        for dirty in list(self._dirty):
+            self._physical(dirty, fresh=True)
+        self._use(name)
+
+    def _rollback(self) -> None:
+        try:
+            self.conn.rollback()
+        except self.backend._pymysql.err.Error:
+            self._reconnect()
+
+    def _reconnect(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # the connection is already broken
+            pass
+        self.conn = self.backend.connect()
+        self._configure()
+        self._dirty |= self._copies
+
+    def _use(self, name: str) -> None:
+        physical = self._physical(name)
+        self.conn.select_db(physical)
+        self.conn.begin()
+        self.current_db = name
+        self._names = {self.backend.copy_name(self.sid, n): n for n in self._copies}
+
+    def _canonical(self, db: str) -> str | None:
+        for name in self.backend.store.databases:
+            if name.lower() == db.lower():
+                return name
+        return None
+
+    def execute(self, sql: str) -> QueryResult:
+        """Run one statement on the server (names mapped both ways)."""
+        if not self.current_db:
+            return QueryResult(error="No database selected")
+        meta = compat.parse_meta(sql)
+        if meta is not None and meta.kind == "use":
+            target = self._canonical(meta.args[0] or "")
+            if target is None:
+                return QueryResult(error=f"Unknown database '{meta.args[0]}'")
+            self._use(target)
+            return QueryResult(message="Database changed")
+        if meta is not None and meta.kind == "databases":
+            names = ["information_schema", *self.backend.store.names()]
+            if meta.args[0] is not None:
+                rx = compat.like_to_regex(meta.args[0])
+                names = [n for n in names if rx.match(n)]
+            return QueryResult(rows=[(n,) for n in names])
+        kind = statement_kind(sql)
+        if kind == "other":
+            self._dirty.add(self.current_db)
+        return self._run(self._to_physical(sql))
+
+    def _run(self, sql: str) -> QueryResult:
+        errors = self.backend._pymysql.err
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql)
+                if cur.description is None:
+                    return QueryResult(affected=cur.rowcount)
+                rows, capped = self._fetch(cur)
+                columns = tuple(d[0] for d in cur.description)
+                return QueryResult(rows=[self._to_logical_row(r) for r in rows], capped=capped,
+                                   columns=columns)
+        except errors.OperationalError as exc:
+            code = exc.args[0] if exc.args else 0
+            if code in TIMEOUT_ERRORS:
+                return QueryResult(error=self._to_logical(str(exc.args[1])), timed_out=True)
+            if code in (2013, 2006, 0):  # lost connection (client-side timeout)
+                self.backend.kill(self.conn.thread_id())
+                self._reconnect()
+                self._use(self.current_db)
+                return QueryResult(error="the query was interrupted at the time limit and the "
+                                         "connection restarted", timed_out=True)
+            return QueryResult(error=self._to_logical(str(exc.args[-1])))
+        except errors.Error as exc:
+            return QueryResult(error=self._to_logical(str(exc.args[-1] if exc.args else exc)))
+
+    def _fetch(self, cur: Any) -> tuple[list[tuple[Any, ...]], bool]:
+        cap = self.backend.limits.max_result_rows
+        rows: list[tuple[Any, ...]] = []
+        while True:
+            chunk = cur.fetchmany(4096)
+            if not chunk:
+                return rows, False
+            rows.extend(chunk)
+            if len(rows) > cap:
+                return rows[:cap], True
+
+    def _to_physical(self, sql: str) -> str:
+        pattern = self.backend.name_pattern()
+
+        def swap(m: re.Match[str]) -> str:
+            if m.group(2):
+                return m.group(1) + self._physical_name(m.group(2)) + m.group(3)
+            return m.group(4) + self._physical_name(m.group(5)) + m.group(4)
+
+        return pattern.sub(swap, sql)
+
+    def _physical_name(self, db: str) -> str:
+        name = self._canonical(db) or db
+        physical = self._physical(name)
+        self._names[physical] = name
+        return physical
+
+    def _to_logical(self, text: str) -> str:
+        for physical, logical in self._names.items():
+            text = re.sub(re.escape(physical), logical, text, flags=re.I)
+        return text
+
+    def _to_logical_row(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not any(isinstance(v, str) and v.lower() in self._names for v in row):
+            return row
+        return tuple(self._names.get(v.lower(), v) if isinstance(v, str) else v for v in row)
+
+    def close(self) -> None:
+        """Roll back and disconnect (the backend drops the copies)."""
+        try:
+            self.conn.rollback()
+            self.conn.close()
+        except Exception:  # already gone
+            pass
+        self.current_db = ""
