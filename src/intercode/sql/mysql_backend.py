@@ -76,7 +76,7 @@ class MysqlBackend(SqlBackend):
         self._admin: Any = None
         self.server = ""
         self.dialect = "MySQL"
-        self._pattern: re.Pattern[str] | None = None
+        self._patterns: tuple[re.Pattern[str], re.Pattern[str]] | None = None
 
     # -- connections ---------------------------------------------------------------------
 
@@ -165,13 +165,13 @@ class MysqlBackend(SqlBackend):
         if tables:  # fresh statistics, so that every copy gets the same query plans
             self.query("ANALYZE TABLE " + ", ".join(f"`{target}`.`{t}`" for t in tables))
 
-    def name_pattern(self) -> re.Pattern[str]:
-        """Logical database names as qualifiers (``db.``) or string literals (``'db'``)."""
-        if self._pattern is None:
+    def name_patterns(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
+        """``db.table`` references, and database names as string literals (``'db'``)."""
+        if self._patterns is None:
             alternatives = "|".join(re.escape(n) for n in self.store.databases)
-            self._pattern = re.compile(rf"(`?)\b({alternatives})\b(`?)(?=\s*\.)"
-                                       rf"|(['\"])({alternatives})\4", re.I)
-        return self._pattern
+            self._patterns = (compat.qualified_pattern(self.store.databases),
+                              re.compile(rf"(['\"])({alternatives})\1", re.I))
+        return self._patterns
 
     def session(self) -> MysqlSession:
         """A new session with its own connection."""
@@ -324,14 +324,11 @@ class MysqlSession(SqlSession):
                 return rows[:cap], True
 
     def _to_physical(self, sql: str) -> str:
-        pattern = self.backend.name_pattern()
-
-        def swap(m: re.Match[str]) -> str:
-            if m.group(2):
-                return m.group(1) + self._physical_name(m.group(2)) + m.group(3)
-            return m.group(4) + self._physical_name(m.group(5)) + m.group(4)
-
-        return pattern.sub(swap, sql)
+        qualified, literal = self.backend.name_patterns()
+        sql = compat.map_qualified(sql, self.backend.store.databases, qualified,
+                                   self._physical_name)
+        return literal.sub(lambda m: m.group(1) + self._physical_name(m.group(2)) + m.group(1),
+                           sql)
 
     def _physical_name(self, db: str) -> str:
         name = self._canonical(db) or db

@@ -111,6 +111,31 @@ def create_table(conn: sqlite3.Connection, db: Database | None, db_name: str,
     return QueryResult(rows=[(row[0].lower(), text)])
 
 
+def qualified_pattern(databases: dict[str, Database]) -> re.Pattern[str]:
+    """``db.table`` references (backquotes allowed) to any database of the dump."""
+    names = "|".join(re.escape(n) for n in databases)
+    return re.compile(rf"(`?)\b({names})\b(`?)(\s*\.\s*)(`?)([A-Za-z0-9_$]+)\b", re.I)
+
+
+def map_qualified(sql: str, databases: dict[str, Database], pattern: re.Pattern[str],
+                  rename: Callable[[str], str]) -> str:
+    """Rewrite ``db.table`` prefixes with ``rename(db)``; ``table.column`` stays.
+
+    A prefix counts as a database only if what follows the dot is one of its tables,
+    so ``singer.Singer_ID`` (table singer of database singer) is left alone.
+    """
+    canonical = {n.lower(): n for n in databases}
+
+    def swap(m: re.Match[str]) -> str:
+        db = databases[canonical[m.group(2).lower()]]
+        if find_table(db, m.group(6)) is None:
+            return m.group(0)
+        return (m.group(1) + rename(canonical[m.group(2).lower()]) + m.group(3) + m.group(4)
+                + m.group(5) + m.group(6))
+
+    return pattern.sub(swap, sql)
+
+
 # -- MySQL functions missing from SQLite ---------------------------------------------------
 
 

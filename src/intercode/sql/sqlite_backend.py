@@ -62,6 +62,11 @@ class SqliteSession(SqlSession):
         self.current_db = ""
         self._conns: dict[str, sqlite3.Connection] = {}
         self._deadline = 0.0
+        self._qualified = compat.qualified_pattern(store.databases)
+
+    def _schema_name(self, db: str) -> str:
+        """``world_1.city`` means ``main.city`` when world_1 is the current database."""
+        return "main" if db == self.current_db else db
 
     def reset(self, db: str) -> None:
         """Forget every change; start on a pristine copy of ``db``."""
@@ -110,6 +115,8 @@ class SqliteSession(SqlSession):
             return self._meta(meta)
         if _VACUUM_INTO.match(sql):
             return QueryResult(error="not authorized: VACUUM INTO writes a file")
+        sql = compat.map_qualified(sql, self.store.databases, self._qualified,
+                                   self._schema_name)
         self._deadline = time.monotonic() + self.limits.timeout
         try:
             cursor = self.conn.execute(sql)
