@@ -54,3 +54,19 @@ def sandbox(sandbox_factory) -> Iterator:
     box.load(FileTree.of([]))
     yield box
     box.close()
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> str:
+    """A MySQL-compatible server for the server backend's tests.
+
+    ``scripts/test`` starts a local MariaDB and sets INTERCODE_MYSQL_URL; CI sets
+    INTERCODE_REQUIRE_MYSQL=1, so there these tests fail rather than skip.
+    """
+    url = os.environ.get("INTERCODE_MYSQL_URL")
+    if not url:
+        if os.environ.get("INTERCODE_REQUIRE_MYSQL"):
+            pytest.fail("INTERCODE_MYSQL_URL is not set but INTERCODE_REQUIRE_MYSQL is")
+        pytest.skip("no MySQL-compatible server (set INTERCODE_MYSQL_URL; "
+                    "scripts/mariadb-start prints one)")
+    return url

@@ -11,8 +11,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from intercode.datasets import BashTask, Dataset, Task, dataset_names, load_dataset
-from intercode.envs import BashEnv, IntercodeEnv
+from intercode.datasets import BashTask, Dataset, SqlTask, Task, dataset_names, load_dataset
+from intercode.envs import BashEnv, IntercodeEnv, SqlEnv
 from intercode.envs.registration import ENVIRONMENTS, env_id, register_all
 from intercode.errors import (
     ConfigError,
@@ -24,6 +24,7 @@ from intercode.errors import (
     SandboxUnavailableError,
 )
 from intercode.sandbox.limits import Limits
+from intercode.sql.backend import SqlLimits
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,9 @@ __all__ = [
     "RewardError",
     "SandboxError",
     "SandboxUnavailableError",
+    "SqlEnv",
+    "SqlLimits",
+    "SqlTask",
     "Task",
     "__version__",
     "dataset_names",

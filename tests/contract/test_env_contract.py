@@ -10,7 +10,9 @@ import intercode
 from intercode.envs.registration import ENVIRONMENTS, env_id
 from intercode.errors import ConfigError, EnvStateError
 
-SMALL = {"bash": "bash-demo"}
+SMALL = {"bash": "bash-demo", "sql": "spider-dev"}
+# an action that succeeds and prints "rendered", per environment
+ECHO = {"bash": "echo rendered", "sql": "SELECT 'rendered'"}
 
 
 @pytest.fixture(params=sorted(ENVIRONMENTS), scope="module")
@@ -21,7 +23,7 @@ def env(request):
 
 
 def test_every_environment_has_a_small_dataset():
-    assert set(SMALL) == set(ENVIRONMENTS)
+    assert set(SMALL) == set(ENVIRONMENTS) == set(ECHO)
 
 
 def test_check_env_passes(env):
@@ -108,7 +110,8 @@ def test_turn_limit_truncates():
 
 def test_info_of_an_action(env):
     env.reset(options={"task": 0})
-    _, reward, terminated, truncated, info = env.step("echo hi")
+    obs, reward, terminated, truncated, info = env.step(ECHO[env.unwrapped.env_name])
+    assert "rendered" in obs
     assert reward == 0.0 and not terminated and not truncated
     assert info["turn"] == 1 and info["exit_code"] == 0 and info["timed_out"] is False
 
@@ -118,9 +121,9 @@ def test_render_ansi():
         e = gym.make(env_id(name), dataset=SMALL[name], render_mode="ansi")
         try:
             e.reset(options={"task": 1})
-            e.step("echo rendered")
+            e.step(ECHO[name])
             text = e.render()
-            assert "echo rendered" in text and "rendered\n" in text
+            assert f"$ {ECHO[name]}" in text and text.count("rendered") == 2
         finally:
             e.close()
 
@@ -129,6 +132,6 @@ def test_public_api_is_pinned():
     assert sorted(intercode.__all__) == sorted([
         "BashEnv", "BashTask", "ConfigError", "Dataset", "DatasetError", "EnvStateError",
         "IntercodeEnv", "IntercodeError", "Limits", "RewardError", "SandboxError",
-        "SandboxUnavailableError", "Task", "__version__", "dataset_names", "load_dataset",
-        "make",
+        "SandboxUnavailableError", "SqlEnv", "SqlLimits", "SqlTask", "Task", "__version__",
+        "dataset_names", "load_dataset", "make",
     ])

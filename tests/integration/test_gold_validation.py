@@ -21,6 +21,21 @@ def test_gold_validation(dataset):
     assert report["tasks"] == len(load_dataset(dataset))
 
 
+@pytest.mark.slow
+def test_sql_gold_validation_on_sqlite():
+    report = validate("sql", "spider-dev", workers=2, progress=False)
+    assert report["errors"] == [] and report["unexpected"] == []
+    assert report["tasks"] == 1034 and report["scored_one"] == 1034
+
+
+@pytest.mark.slow
+def test_sql_gold_validation_on_a_server(mysql_url):
+    report = validate("sql", "spider-dev", workers=2, progress=False, sql_backend="mysql",
+                      mysql_url=mysql_url)
+    assert report["errors"] == [] and report["unexpected"] == [], report["unexpected"]
+    assert report["tasks"] == 1034 and report["scored_one"] >= 1034 - 26
+
+
 def test_known_issue_list_is_well_formed():
     raw = json.loads(resources.files("intercode.datasets.data")
                      .joinpath("known_issues.json").read_text())

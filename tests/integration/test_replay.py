@@ -69,3 +69,22 @@ def test_upstream_gpt35_fs4_fidelity(tmp_path, mirror):
     assert summary["errors"] == 0 and summary["ok"] == 27
     same = sum(abs(records[t]["reward"] - r.max_reward) <= 0.011 for t, r in recorded.items())
     assert same >= 19
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mysql"])
+def test_upstream_gpt35_sql_fidelity(tmp_path, mirror, request, backend):
+    """Measured: 96.2 % (SQLite) and 98.0 % (MariaDB) of 1034 episodes reach the recorded
+    best reward; the rest are explained in the notes (engine row order, ties, leaked state)."""
+    url = request.getfixturevalue("mysql_url") if backend == "mysql" else None
+    path = mirror / "results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json"
+    recorded = load_trajectories(path)
+    cfg = RunConfig(env="sql", dataset="spider-dev", agent="replay", output=tmp_path / "run",
+                    trajectories=str(path), workers=2, sql_backend=backend, mysql_url=url)
+    summary = execute(cfg, progress=False)
+    assert summary["errors"] == 0 and summary["ok"] == 1034
+    records = {}
+    for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        records[rec["task"]] = rec
+    same = sum(abs(records[t]["reward"] - r.max_reward) <= 0.011 for t, r in recorded.items())
+    assert same / 1034 >= (0.95 if backend == "sqlite" else 0.97)

@@ -65,8 +65,21 @@ class SqliteSession(SqlSession):
         self._qualified = compat.qualified_pattern(store.databases)
 
     def _schema_name(self, db: str) -> str:
-        """``world_1.city`` means ``main.city`` when world_1 is the current database."""
-        return "main" if db == self.current_db else db
+        """``world_1.city``: ``main.city`` in world_1; elsewhere a pristine attached copy."""
+        if db == self.current_db:
+            return "main"
+        conn = self.conn
+        attached = {row[1] for row in conn.execute("PRAGMA database_list")}
+        if db not in attached:
+            conn.set_authorizer(None)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, len(attached))
+            try:
+                conn.execute(f"ATTACH ':memory:' AS {_ident(db)}")
+                conn.deserialize(self.store.images[db], name=db)
+            finally:
+                conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, len(attached) - 1)
+                conn.set_authorizer(_authorize)
+        return db
 
     def reset(self, db: str) -> None:
         """Forget every change; start on a pristine copy of ``db``."""
@@ -191,6 +204,10 @@ class SqliteSession(SqlSession):
             conn.close()
         self._conns = {}
         self.current_db = ""
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None,

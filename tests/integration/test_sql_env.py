@@ -1,0 +1,83 @@
+"""The SQL environment end to end, on both backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from intercode.envs.sql import SqlEnv
+from intercode.sql.backend import SqlLimits
+
+
+@pytest.fixture(params=["sqlite", "mysql"], scope="module")
+def env(request):
+    url = request.getfixturevalue("mysql_url") if request.param == "mysql" else None
+    e = SqlEnv("spider-dev", backend=request.param, mysql_url=url)
+    yield e
+    e.close()
+
+
+def test_reset_connects_to_the_tasks_database(env):
+    query, info = env.reset(options={"task": 0})
+    assert query.startswith("What are the names of poker players")
+    assert info["database"] == "poker_player" and info["hardness"] == "medium"
+    assert ("SQLite" in info["dialect"]) == (env.backend.name == "sqlite")
+    obs, *_ = env.step("SHOW TABLES")
+    assert obs == "[('people',), ('poker_player',)]"
+
+
+def test_gold_scores_one_and_the_reward_parts(env):
+    env.reset(options={"task": 0})
+    env.step(env.task.gold)
+    _, reward, terminated, _, info = env.step("submit")
+    assert reward == 1.0 and info["success"] and info["exec_match"] and terminated
+    assert info["reward_parts"]["iou"] == 1.0
+
+
+def test_reversed_order_scores_negative(env):
+    env.reset(options={"task": 0})  # ORDER BY Final_Table_Made
+    gold = env.task.gold
+    env.step(gold.replace("ORDER BY T2.Final_Table_Made", "ORDER BY T2.Final_Table_Made DESC"))
+    ev = env.evaluate()
+    assert ev.reward < 0 and not ev.info["exec_match"]
+
+
+def test_errors_and_statements_without_rows_score_zero(env):
+    env.reset(options={"task": 0})
+    obs, _, _, _, info = env.step("SELECT nope FROM people")
+    assert obs.startswith("Error executing query:") and info["error"]
+    assert env.evaluate().reward == 0.0
+    env.step("UPDATE people SET Name = 'x' WHERE People_ID = -1")
+    assert env.evaluate().reward == 0.0
+
+
+def test_the_agents_changes_never_reach_the_gold(env):
+    env.reset(options={"task": 0})
+    env.step("DELETE FROM poker_player")
+    env.step("DROP TABLE people")
+    assert env.gold_result().ok and len(env.gold_result().rows) == 5
+    env.reset(options={"task": 0})
+    assert env.step("SELECT count(*) FROM people")[0] == "[(7,)]"
+
+
+def test_a_failing_gold_counts_as_empty_as_upstream():
+    e = SqlEnv("spider-dev", backend="sqlite")
+    try:
+        e.reset(options={"task": 0})
+        e._gold_result = e.backend.session().execute("SELECT broken")  # force a failing gold
+        e.step("SELECT Name FROM people WHERE 1 = 0")
+        ev = e.evaluate()
+        assert ev.reward == 1.0 and ev.info["gold_failed"]
+    finally:
+        e.close()
+
+
+def test_the_time_limit_applies_to_agent_statements():
+    e = SqlEnv("spider-dev", backend="sqlite", limits=SqlLimits(timeout=0.5))
+    try:
+        e.reset(options={"task": 0})
+        obs, _, terminated, _, info = e.step(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c")
+        assert info["timed_out"] and "interrupted" in obs and not terminated
+        assert e.step("SELECT 1")[0] == "[(1,)]"
+    finally:
+        e.close()
