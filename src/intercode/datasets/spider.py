@@ -31,10 +31,12 @@ def load(name: str) -> Dataset:
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise DatasetError(f"{path.name}: task {i} is not an object")
-        fields = {k: item.get(k) for k in ("query", "gold", "db", "hardness")}
-        for key, value in fields.items():
+        fields: dict[str, str] = {}
+        for key in ("query", "gold", "db", "hardness"):
+            value = item.get(key)
             if not isinstance(value, str) or not value.strip():
                 raise DatasetError(f"{path.name}: task {i} has no {key!r} string")
+            fields[key] = value
         tasks.append(SqlTask(index=i, query=fields["query"], gold=fields["gold"], dataset=name,
                              source=name, source_index=i, db=fields["db"],
                              hardness=fields["hardness"]))

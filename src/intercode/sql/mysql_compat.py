@@ -14,6 +14,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from intercode.datasets.mysqldump import Database, Table
 from intercode.sql.results import QueryResult
@@ -160,7 +161,7 @@ def _concat_ws(sep: object, *args: object) -> str | None:
     return str(sep).join(str(a) for a in args if a is not None)
 
 
-def _if(cond: object, yes: object, no: object) -> object:
+def _if(cond: object, yes: Any, no: Any) -> Any:
     return yes if cond not in (None, 0, 0.0, "", "0") else no
 
 
