@@ -54,6 +54,7 @@ _CREATE_TABLE = re.compile(r"CREATE TABLE\s+`([^`]+)`\s*\((.*)\)[^)]*$", re.I | 
 _INSERT = re.compile(r"INSERT INTO\s+`([^`]+)`\s+VALUES\s*", re.I)
 _COLUMN = re.compile(r"`([^`]+)`\s+([a-z]+(?:\([^)]*\))?(?:\s+unsigned)?)(.*)$", re.I)
 _NAMES = re.compile(r"`([^`]+)`")
+_DEFAULT = re.compile(r"DEFAULT\s+(?:('(?:[^'\\]|''|\\.)*')|(\S+))", re.I)
 _ESCAPES = {"0": "\0", "'": "'", '"': '"', "b": "\b", "n": "\n", "r": "\r", "t": "\t",
             "Z": "\x1a", "\\": "\\", "%": "\\%", "_": "\\_"}
 
@@ -157,8 +158,11 @@ def _table(name: str, body: str, source: str) -> Table:
         elif m := _COLUMN.match(line):
             rest = m.group(3).upper()
             default = None
-            if dm := re.search(r"DEFAULT\s+('(?:[^']|'')*'|\S+)", m.group(3), re.I):
-                default = None if dm.group(1).upper() == "NULL" else dm.group(1).strip("'")
+            if dm := _DEFAULT.search(m.group(3)):
+                if dm.group(1) is not None:  # a quoted literal, with '' and \ escapes
+                    default = str(_literal(dm.group(1), 0, f"{source}: table {name}")[0])
+                elif dm.group(2).upper() != "NULL":
+                    default = dm.group(2)
             table.columns.append(Column(name=m.group(1), mysql_type=m.group(2).lower(),
                                         nullable="NOT NULL" not in rest, default=default,
                                         auto_increment="AUTO_INCREMENT" in rest))
@@ -171,6 +175,13 @@ def _table(name: str, body: str, source: str) -> Table:
 
 def parse_values(text: str, where: str) -> list[tuple[Value, ...]]:
     """Rows of ``(v, ...), (v, ...)`` with MySQL literals."""
+    try:
+        return _parse_values(text, where)
+    except IndexError:
+        raise DatasetError(f"{where}: the values end in the middle of a row") from None
+
+
+def _parse_values(text: str, where: str) -> list[tuple[Value, ...]]:
     rows: list[tuple[Value, ...]] = []
     i, n = 0, len(text)
     while i < n:

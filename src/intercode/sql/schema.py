@@ -81,6 +81,14 @@ def show_columns(table: Table) -> list[tuple[str, str, str, str, str | None, str
     return rows
 
 
+def _default_sql(default: str) -> str:
+    """A default as ``SHOW CREATE TABLE`` prints it: quoted, except CURRENT_TIMESTAMP."""
+    if default.upper() == "CURRENT_TIMESTAMP":
+        return default
+    escaped = default.replace("\\", "\\\\").replace("'", "''")
+    return f"'{escaped}'"
+
+
 def show_create_table(table: Table) -> str:
     """A ``SHOW CREATE TABLE`` text in MySQL's style."""
     lines = []
@@ -91,7 +99,7 @@ def show_create_table(table: Table) -> str:
         if col.auto_increment:
             line += " AUTO_INCREMENT"
         elif col.default is not None:
-            line += f" DEFAULT {col.default}"
+            line += f" DEFAULT {_default_sql(col.default)}"
         elif col.nullable:
             line += " DEFAULT NULL"
         lines.append(line)

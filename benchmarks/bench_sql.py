@@ -1,0 +1,111 @@
+"""Latency and throughput of the SQL environment, with the bare query time alongside.
+
+Run by hand:  python benchmarks/bench_sql.py [--mysql-url URL] [--runs N] [--json out.json]
+
+  bare        sqlite3 ``SELECT 1`` on a plain connection (and PyMySQL on the server)
+  step        env.step("SELECT 1") on the same backend: the overhead is the difference
+  reset       env.reset on a task (a pristine private copy of its database)
+  replay      gold replay of all 1034 Spider dev tasks with 2 workers
+Targets (issue 3): step overhead < 0.1 ms (SQLite), reset < 0.5 ms, replay < 3 s;
+server: step < 0.3 ms, replay reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def median_ms(fn: Callable[[], object], runs: int, warmup: int = 50) -> float:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def bare(backend: str, url: str | None, runs: int) -> float:
+    if backend == "sqlite":
+        conn = sqlite3.connect(":memory:")
+        return median_ms(lambda: conn.execute("SELECT 1").fetchall(), runs)
+    import pymysql
+
+    from intercode.sql.mysql_backend import parse_url
+
+    conn = pymysql.connect(**parse_url(url or ""), autocommit=True, ssl_disabled=True)
+    cur = conn.cursor()
+
+    def query() -> object:
+        cur.execute("SELECT 1")
+        return cur.fetchall()
+
+    try:
+        return median_ms(query, runs)
+    finally:
+        conn.close()
+
+
+def env_numbers(backend: str, url: str | None, runs: int) -> dict[str, float]:
+    from intercode.envs.sql import SqlEnv
+
+    env = SqlEnv("spider-dev", backend=backend, mysql_url=url)
+    try:
+        env.reset(options={"task": 0})
+        step = median_ms(lambda: env.step("SELECT 1"), runs)
+        tasks = iter(range(10**9))
+        reset = median_ms(lambda: env.reset(options={"task": next(tasks) % 1034}),
+                          max(200, runs // 10))
+        env.reset(options={"task": 0})
+        env.step(env.task.gold)
+        reward = median_ms(env.evaluate, max(200, runs // 10))
+        return {"step_ms": step, "reset_ms": reset, "reward_cached_gold_ms": reward}
+    finally:
+        env.close()
+
+
+def replay(backend: str, url: str | None, workers: int) -> dict[str, float]:
+    from intercode.runner.run import RunConfig, execute
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = RunConfig(env="sql", dataset="spider-dev", agent="gold", output=Path(tmp) / "r",
+                        workers=workers, sql_backend=backend, mysql_url=url)
+        start = time.perf_counter()
+        summary = execute(cfg, progress=False)
+        wall = time.perf_counter() - start
+    return {"wall_s": wall, "episodes_per_s": 1034 / wall, "success": summary["success"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--mysql-url", help="also measure the server backend")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    results: dict[str, dict[str, float]] = {}
+    backends = ["sqlite"] + (["mysql"] if args.mysql_url else [])
+    for backend in backends:
+        numbers = {"bare_query_ms": bare(backend, args.mysql_url, args.runs)}
+        numbers.update(env_numbers(backend, args.mysql_url, args.runs))
+        numbers["step_overhead_ms"] = numbers["step_ms"] - numbers["bare_query_ms"]
+        numbers.update({f"replay_{k}": v for k, v in
+                        replay(backend, args.mysql_url, args.workers).items()})
+        results[backend] = numbers
+        print(backend, {k: round(v, 4) for k, v in numbers.items()})
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
