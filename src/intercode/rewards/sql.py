@@ -73,9 +73,14 @@ def iou_tau(agent: Sequence[Row], gold: Sequence[Row]) -> tuple[float, float, fl
 
 def sql_reward(agent_rows: Sequence[Row] | None, gold_rows: Sequence[Row] | None,
                gold_sql: str) -> SqlReward:
-    """Both metrics; ``None`` rows mean an error or a statement without rows."""
-    if agent_rows is None or gold_rows is None:
+    """Both metrics; ``None`` rows mean an error or a statement without rows.
+
+    The agent's ``None`` scores 0; the gold's counts as an empty result, as upstream.
+    """
+    if agent_rows is None:
         return SqlReward(0.0, 0.0, None, False)
+    if gold_rows is None:
+        gold_rows = []
     reward, iou, tau = iou_tau(agent_rows, gold_rows)
     order = "order by" in gold_sql.lower()
     return SqlReward(reward=reward, iou=iou, tau=tau,

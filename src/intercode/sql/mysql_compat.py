@@ -53,11 +53,20 @@ def parse_meta(sql: str) -> Meta | None:
 
 
 def like_to_regex(pattern: str) -> re.Pattern[str]:
-    """A MySQL ``LIKE`` pattern as a case-insensitive regex."""
+    """A MySQL ``LIKE`` pattern as a case-insensitive regex (``\\`` escapes, as in MySQL)."""
     out = []
+    escaped = False
     for c in pattern:
-        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
-    return re.compile("^" + "".join(out) + "$", re.I)
+        if escaped:
+            out.append(re.escape(c))
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        else:
+            out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+    if escaped:  # a trailing backslash stands for itself
+        out.append(re.escape("\\"))
+    return re.compile("^" + "".join(out) + "$", re.I | re.S)
 
 
 def table_names(conn: sqlite3.Connection) -> list[str]:
