@@ -16,6 +16,7 @@ from intercode.envs.base import IntercodeEnv
 from intercode.envs.factory import create_env
 from intercode.sandbox.limits import Limits
 
+PROMPTS = {"bash": "$", "sql": "sql>"}
 HELP = """commands:
   submit      score the current state and end the task
   skip        end the task without scoring (reward 0)
@@ -84,7 +85,7 @@ def play_one(env: IntercodeEnv, term: Terminal, options: dict | None) -> bool:
     term.say("(type :help for commands)", "dim")
     while True:
         try:
-            line = term.ask(f"[{env.turn + 1}] $ ")
+            line = term.ask(f"[{env.turn + 1}] {PROMPTS.get(env.env_name, '$')} ")
         except KeyboardInterrupt:
             term.say("^C")
             continue
@@ -126,7 +127,8 @@ def play_one(env: IntercodeEnv, term: Terminal, options: dict | None) -> bool:
 def show_score(term: Terminal, reward: float, info: dict, final: bool) -> None:
     """Print a reward and its parts."""
     parts = info.get("reward_parts") or {}
-    detail = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in parts.items())
+    detail = ", ".join(f"{k.replace('_', ' ')} " + ("n/a" if v is None else f"{v:.2f}")
+                       for k, v in parts.items())
     solved = round(reward, 2) >= 1.0
     verdict = "solved" if solved else "not solved"
     prefix = "reward" if final else "score if submitted now"
