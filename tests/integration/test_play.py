@@ -47,3 +47,12 @@ def test_the_command_reads_a_pipe():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "reward: 1.00" in proc.stdout
+
+
+def test_a_sql_session():
+    term, out = scripted(["SHOW TABLES", ":score", "SELECT Name FROM people", "submit", "n"])
+    assert play("sql", "spider-dev", 0, Limits(), term) == 0
+    text = out.getvalue()
+    assert "database poker_player" in text and "sql>" in text
+    assert "[('people',), ('poker_player',)]" in text
+    assert "kendall tau n/a" in text and "reward:" in text
