@@ -46,9 +46,10 @@ def _raw(key: str) -> list[dict]:
 
 
 def test_dataset_names() -> None:
-    assert dataset_names() == ALL_NAMES
+    assert dataset_names() == sorted([*ALL_NAMES, "spider-dev"])
     assert dataset_names("bash") == ALL_NAMES
-    assert dataset_names("sql") == []
+    assert dataset_names("sql") == ["spider-dev"]
+    assert dataset_names("python") == []
 
 
 def test_unknown_dataset_lists_known_names() -> None:
