@@ -80,6 +80,9 @@ def parse_dump(text: str, source: str = "dump") -> dict[str, Database]:
                     raise DatasetError(f"{source}: a row of {current.name}.{table.name} has "
                                        f"{len(row)} values for {len(table.columns)} columns")
             table.rows.extend(rows)
+        elif statement[:6].upper() in ("INSERT", "REPLAC"):
+            raise DatasetError(f"{source}: cannot read this insert statement (only "
+                               f"`INSERT INTO t VALUES ...` is supported): {statement[:80]!r}")
     return databases
 
 

@@ -170,8 +170,23 @@ def _concat_ws(sep: object, *args: object) -> str | None:
     return str(sep).join(str(a) for a in args if a is not None)
 
 
+_LEADING_NUMBER = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _truth(value: object) -> bool:
+    """MySQL's truth of a value: a string counts by its leading number (``'abc'`` is 0)."""
+    if value is None:
+        return False
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        m = _LEADING_NUMBER.match(value)
+        return bool(m) and float(m.group(0)) != 0
+    return value != 0
+
+
 def _if(cond: object, yes: Any, no: Any) -> Any:
-    return yes if cond not in (None, 0, 0.0, "", "0") else no
+    return yes if _truth(cond) else no
 
 
 def register_functions(conn: sqlite3.Connection, current_db: Callable[[], str]) -> None:
