@@ -121,3 +121,33 @@ def test_rows_beyond_the_observation_limit_are_counted(session):
     text = result.render(5)
     assert text.startswith("[(1,), (2,), (3,), (4,), (5,)]")
     assert "4074 more rows not shown" in text
+
+
+def test_a_server_run_drops_its_databases_on_close(mysql_url):
+    import pymysql
+
+    from intercode.sql.mysql_backend import MysqlBackend, parse_url
+
+    backend = MysqlBackend(mysql_url, SqlLimits(timeout=2))
+    session = backend.session()
+    session.reset("car_1")
+    session.execute("USE world_1")
+    conn = pymysql.connect(**parse_url(mysql_url), ssl_disabled=True)
+    try:
+        with conn.cursor() as cur:
+            pattern = backend.run_id.replace("_", "\\_") + "\\_%"
+            cur.execute("SHOW DATABASES LIKE %s", (pattern,))
+            assert len(cur.fetchall()) == 20 + 2  # the templates and this session's copies
+            session.close()
+            backend.close()
+            cur.execute("SHOW DATABASES LIKE %s", (pattern,))
+            assert cur.fetchall() == ()
+    finally:
+        conn.close()
+
+
+def test_the_run_configuration_never_stores_a_password():
+    from intercode.runner.run import redact_url
+
+    assert redact_url("mysql://u:secret@h:3306") == "mysql://u:***@h:3306"
+    assert redact_url("mysql://u@h") == "mysql://u@h" and redact_url(None) is None
