@@ -11,8 +11,16 @@ from typing import Any
 
 import gymnasium as gym
 
-from intercode.datasets import BashTask, Dataset, SqlTask, Task, dataset_names, load_dataset
-from intercode.envs import BashEnv, IntercodeEnv, SqlEnv
+from intercode.datasets import (
+    BashTask,
+    Dataset,
+    PythonTask,
+    SqlTask,
+    Task,
+    dataset_names,
+    load_dataset,
+)
+from intercode.envs import BashEnv, IntercodeEnv, PythonEnv, SqlEnv
 from intercode.envs.registration import ENVIRONMENTS, env_id, register_all
 from intercode.errors import (
     ConfigError,
@@ -38,6 +46,8 @@ __all__ = [
     "IntercodeEnv",
     "IntercodeError",
     "Limits",
+    "PythonEnv",
+    "PythonTask",
     "RewardError",
     "SandboxError",
     "SandboxUnavailableError",

@@ -14,7 +14,7 @@ from pathlib import Path
 from intercode.errors import ConfigError, IntercodeError
 from intercode.sandbox.limits import Limits
 
-DEFAULT_DATASETS = {"bash": "nl2bash", "sql": "spider-dev"}
+DEFAULT_DATASETS = {"bash": "nl2bash", "sql": "spider-dev", "python": "mbpp"}
 
 
 def _limits(args: argparse.Namespace) -> Limits:

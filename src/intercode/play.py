@@ -16,7 +16,7 @@ from intercode.envs.base import IntercodeEnv
 from intercode.envs.factory import create_env
 from intercode.sandbox.limits import Limits
 
-PROMPTS = {"bash": "$", "sql": "sql>"}
+PROMPTS = {"bash": "$", "sql": "sql>", "python": ">>>"}
 HELP = """commands:
   submit      score the current state and end the task
   skip        end the task without scoring (reward 0)

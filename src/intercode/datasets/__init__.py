@@ -1,7 +1,9 @@
 """Datasets: pinned upstream data, task loaders and prepared file systems."""
 
+from intercode.datasets.mbpp import PythonTask
 from intercode.datasets.registry import dataset_names, load_dataset
 from intercode.datasets.spider import SqlTask
 from intercode.datasets.tasks import BashTask, Dataset, Task
 
-__all__ = ["BashTask", "Dataset", "SqlTask", "Task", "dataset_names", "load_dataset"]
+__all__ = ["BashTask", "Dataset", "PythonTask", "SqlTask", "Task", "dataset_names",
+           "load_dataset"]

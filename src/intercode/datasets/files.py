@@ -70,4 +70,10 @@ FILES: dict[str, DataFile] = {
         "data/results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json",
         "results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json",
         "c19e6cb7e2fd3e64ff343a4980d59addc9aacded87f3e80a8eb0ac3f9bbedaf5", 3912527),
+    "mbpp": _f("data/python/mbpp/ic_mbpp.json", "python/ic_mbpp.json",
+               "4995ef1997ae7ee78c13b57bdba5c68c7989bbd31738837cc5f60c455ec0bcc7", 535519),
+    "results_python": _f(
+        "data/results/python/gpt-3.5/ic_python_multiturn_gpt-3.5_7_turns.json",
+        "results/python/gpt-3.5/ic_python_multiturn_gpt-3.5_7_turns.json",
+        "c1ce7cab3bf8b0e48c6349fd2eb0cccbe2727a14c95c6ae5f8e7f40feea4ebf3", 158652),
 }

@@ -2,6 +2,7 @@
 
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bash import BashEnv
+from intercode.envs.python import PythonEnv
 from intercode.envs.sql import SqlEnv
 
-__all__ = ["BashEnv", "Evaluation", "IntercodeEnv", "SqlEnv"]
+__all__ = ["BashEnv", "Evaluation", "IntercodeEnv", "PythonEnv", "SqlEnv"]

@@ -68,6 +68,14 @@ class IntercodeEnv(gym.Env[str, str]):
     def evaluate(self) -> Evaluation:
         """Score the current state without ending the episode."""
 
+    def parse_submit(self, action: str) -> tuple[bool, str | None]:
+        """Whether ``action`` submits, and its argument (``submit <arg>``), if any."""
+        return action == self.submit_keyword, None
+
+    def submit(self, argument: str | None) -> Evaluation:
+        """The final score of a submission (by default: the current state's)."""
+        return self.evaluate()
+
     def warm_up(self) -> None:
         """Start what the environment needs now (sandboxes), so that failures show early."""
 
@@ -100,8 +108,9 @@ class IntercodeEnv(gym.Env[str, str]):
             raise TypeError(f"actions are strings, got {type(action).__name__}")
         self.turn += 1
         keyword = action.strip()
-        if keyword == self.submit_keyword:
-            result = self.evaluate()
+        submitted, argument = self.parse_submit(keyword)
+        if submitted:
+            result = self.submit(argument)
             self.done = True
             info = {"turn": self.turn, "submitted": True, "success": result.success,
                     **result.info}

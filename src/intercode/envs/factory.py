@@ -16,6 +16,10 @@ def create_env(env: str, dataset: str, limits: Limits | None = None,
         from intercode.envs.bash import BashEnv
 
         return BashEnv(dataset, limits=limits, upstream_quirks=upstream_quirks)
+    if env == "python":
+        from intercode.envs.python import PythonEnv
+
+        return PythonEnv(dataset, limits=limits)
     if env == "sql":
         from intercode.envs.sql import SqlEnv
         from intercode.sql.backend import SqlLimits

@@ -7,6 +7,7 @@ import gymnasium as gym
 ENVIRONMENTS = {
     "bash": "intercode.envs.bash:BashEnv",
     "sql": "intercode.envs.sql:SqlEnv",
+    "python": "intercode.envs.python:PythonEnv",
 }
 
 

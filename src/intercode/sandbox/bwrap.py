@@ -75,10 +75,14 @@ class BwrapSandbox(base.Sandbox):
     name = "bwrap"
 
     def __init__(self, limits: Limits | None = None, layout: Layout | None = None,
-                 python: str = "/usr/bin/python3") -> None:
+                 python: str = "/usr/bin/python3", shell: str = "bash") -> None:
+        """``shell`` is ``bash`` or ``python`` (a persistent Python interpreter)."""
+        if shell not in ("bash", "python"):
+            raise ValueError(f"unknown shell {shell!r}")
         self.limits = limits or Limits()
         self.layout = layout or Layout()
         self.python = python
+        self.shell = shell
         self._proc: subprocess.Popen[bytes] | None = None
         self._channel: Channel | None = None
         self._io: ShellIO | None = None
@@ -141,7 +145,8 @@ class BwrapSandbox(base.Sandbox):
         self._host_fds = list(host.values())
         self._channel = Channel(host["ctl_in"], host["ctl_out"])
         self._io = ShellIO(host["action_w"], host["output_r"], host["status_r"],
-                           self._channel, self.limits, self._restart)
+                           self._channel, self.limits, self._restart,
+                           interrupt_signal="SIGINT" if self.shell == "python" else None)
         cfg = self._config(inside)
         try:
             proto.write_all(host["cfg"], proto.encode(_inbox_sources()))
@@ -163,7 +168,7 @@ class BwrapSandbox(base.Sandbox):
         lim = self.limits
         return {
             "fds": {k: v for k, v in inside.items() if k != "cfg"},
-            "shell": "/bin/bash",
+            "shell": "/bin/bash" if self.shell == "bash" else "python",
             "env": self.layout.shell_env(),
             "epoch_ns": EPOCH_NS,
             "skeleton_dirs": [list(d) for d in SKELETON_DIRS],
@@ -267,11 +272,18 @@ class BwrapSandbox(base.Sandbox):
         reply, _ = self._request({"op": "reset"})
         self._after_new_shell(reply, "/")
 
-    def run(self, action: str, timeout: float | None = None) -> ExecResult:
-        """Run an action in the persistent shell (see :class:`ShellIO`)."""
+    def run(self, action: str, timeout: float | None = None,
+            kind: str | None = None) -> ExecResult:
+        """Run an action in the persistent shell (see :class:`ShellIO`).
+
+        ``kind`` is for the Python interpreter only: ``exec`` (the default) or ``eval``
+        (a JSON test request from the host).
+        """
         if not self.alive or self._io is None or self._io.shell_pid is None:
             raise SandboxError("the sandbox is not running or has no shell (call load/reset)")
-        return self._io.run(action, self.limits.timeout if timeout is None else timeout)
+        if kind is not None and self.shell != "python":
+            raise ValueError("action kinds exist only for the python shell")
+        return self._io.run(action, self.limits.timeout if timeout is None else timeout, kind)
 
     def exec(self, argv: Sequence[str], timeout: float | None = None, cwd: str = "/",
              stdin: bytes = b"") -> ExecResult:

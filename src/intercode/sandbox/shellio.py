@@ -67,13 +67,16 @@ class ShellIO:
     """The three host-side pipe ends of one sandbox's shell."""
 
     def __init__(self, action_w: int, output_r: int, status_r: int, channel: Channel,
-                 limits: Limits, restart: Callable[[str], None]) -> None:
+                 limits: Limits, restart: Callable[[str], None],
+                 interrupt_signal: str | None = None) -> None:
         for fd in (action_w, output_r, status_r):
             os.set_blocking(fd, False)
         self.action_w, self.output_r, self.status_r = action_w, output_r, status_r
         self.channel = channel
         self.limits = limits
         self._restart = restart
+        self.interrupt_signal = interrupt_signal
+        self.shell_name = "Python interpreter" if interrupt_signal else "shell"
         self.seq = 0
         self.cwd = "/"
         self.shell_pid: int | None = None
@@ -91,7 +94,7 @@ class ShellIO:
         """Drop output still in the pipe (after a reset)."""
         self._read_all(self.output_r, None)
 
-    def run(self, action: str, timeout: float) -> ExecResult:
+    def run(self, action: str, timeout: float, kind: str | None = None) -> ExecResult:
         """Run one action in the shell; never raises for anything the action does."""
         data = encode_text(action)
         if data is None:
@@ -105,9 +108,9 @@ class ShellIO:
             notes.append("background processes flooded the output and were killed")
         if self._dead_shell() is not None:
             restarted = True
-            notes.append(self._replace_shell("the shell had exited"))
+            notes.append(self._replace_shell(f"the {self.shell_name} had exited"))
         self.seq += 1
-        run = _Run(self, encode_action(self.seq, data), out, timeout)
+        run = _Run(self, encode_action(self.seq, data, kind), out, timeout)
         code = run.wait()
         notes.extend(run.notes)
         notes.extend(self.take_notes())
@@ -138,8 +141,9 @@ class ShellIO:
     def _replace_shell(self, why: str) -> str:
         cwd = self.cwd
         self._restart(cwd)
-        return (f"{why}; a new shell was started in {self.cwd} "
-                "(shell variables, functions and background jobs were lost)")
+        lost = ("variables, functions and imports" if self.interrupt_signal
+                else "shell variables, functions and background jobs")
+        return f"{why}; a new {self.shell_name} was started in {self.cwd} ({lost} were lost)"
 
     def _take_status(self) -> tuple[int, int, str] | None:
         try:
@@ -202,7 +206,7 @@ class _Run:
                                     "its processes were killed")
                     self.timed_out = True
                     continue
-                self._give_up("the shell did not recover after the kill")
+                self._give_up(f"the {io.shell_name} did not recover after the kill")
                 return None
             for fd, _event in poller.poll(remaining * 1000.0):
                 if fd == io.action_w:
@@ -223,7 +227,7 @@ class _Run:
                         self.restarted = True
                         io._read_all(io.output_r, self.out, limit=io.limits.output_hard)
                         self.notes.append(io._replace_shell(
-                            f"the shell exited with status {dead}"))
+                            f"the {io.shell_name} exited with status {dead}"))
                         return dead
 
     def _write(self, poller: select.poll) -> None:
@@ -244,7 +248,10 @@ class _Run:
             pass
 
     def _interrupt(self, note: str) -> None:
-        self.io.channel.request({"op": "interrupt"})
+        request: dict[str, str] = {"op": "interrupt"}
+        if self.io.interrupt_signal:
+            request["signal"] = self.io.interrupt_signal
+        self.io.channel.request(request)
         self.notes.append(note)
         self.phase = "grace"
         self.deadline = time.monotonic() + self.io.limits.kill_grace

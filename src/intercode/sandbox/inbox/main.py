@@ -71,6 +71,10 @@ class Supervisor:
             os.chmod(path, mode)
         for rel, _mode in sorted(self.cfg["skeleton_dirs"], key=lambda d: -d[0].count("/")):
             os.utime("/" + rel, ns=(epoch, epoch))
+        if self.cfg["shell"] == "python":
+            import site  # forked interpreters inherit sys.path with dist-packages
+
+            site.main()
         base, _skipped = self.tree.capture()
         self.tree.set_base(base)
         self.tree.load([])
@@ -84,6 +88,7 @@ class Supervisor:
         poller.register(self.wake_r, select.POLLIN)
         next_watch = time.monotonic()
         while True:
+            self.shell.make_spare()
             now = time.monotonic()
             if now >= next_watch:
                 self.watch()
@@ -160,6 +165,7 @@ class Supervisor:
                 return
             if pid == 0:
                 return
+            self.shell.forget_spare(pid)
             if pid == self.shell.pid:
                 self.shell.pid = None
                 code = os.waitstatus_to_exitcode(status)
@@ -200,9 +206,18 @@ class Supervisor:
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_interrupt(self, msg, blob):
-        """Kill every process except the shell (the action's, and background ones)."""
+        """Kill every process except the shell (the action's, and background ones).
+
+        With ``signal`` (the Python interpreter: SIGINT), the shell gets it too, so a
+        loop running inside it stops with KeyboardInterrupt.
+        """
         keep = () if self.shell.pid is None else (self.shell.pid,)
         shell.kill_all(keep, self.reap)
+        if msg.get("signal") and self.shell.pid is not None:
+            try:
+                os.kill(self.shell.pid, getattr(signal, msg["signal"]))
+            except (ProcessLookupError, AttributeError):
+                pass
         return {"shell_alive": self.shell.pid is not None}, b""
 
     def op_restart(self, msg, blob):
@@ -256,7 +271,25 @@ class Supervisor:
     def _kill(self, keep):
         if self.shell.pid not in keep:
             self.shell.pid = None
-        if not keep and self._kill_and_reap_everything(5.0):
+        if self.shell.spare is not None:
+            # usually only the old interpreter dies here: kill it directly; anything
+            # that forked in the meantime is caught by the general path below
+            keep = tuple(keep) + (self.shell.spare[0],)
+            victims = shell.live_pids(set(keep) | {1, os.getpid()})
+            for pid in victims:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for pid in victims:  # our own children: wait for them, blocking
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+            self.reap()
+            if not shell.live_pids(set(keep) | {1, os.getpid()}):
+                return
+        elif not keep and self._kill_and_reap_everything(5.0):
             return
         shell.kill_all(keep, self.reap)
         if not shell.wait_gone(keep, self.reap, time.monotonic() + 5.0):

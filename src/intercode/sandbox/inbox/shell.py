@@ -9,6 +9,7 @@ so they interleave as on a terminal; standard input is ``/dev/null``.
 
 import os
 import signal
+import sys
 import time
 
 ACTION_FD = 63
@@ -27,9 +28,15 @@ LOOP = (
 )
 
 
-def encode_action(seq, action_bytes):
-    """Bytes to write to the shell's action descriptor for one action."""
-    head = ("%d %d\n" % (seq, len(action_bytes))).encode("ascii")
+def encode_action(seq, action_bytes, kind=None):
+    """Bytes to write to the shell's action descriptor for one action.
+
+    ``kind`` (only for the Python interpreter) is ``exec`` or ``eval``.
+    """
+    if kind is None:
+        head = ("%d %d\n" % (seq, len(action_bytes))).encode("ascii")
+    else:
+        head = ("%d %d %s\n" % (seq, len(action_bytes), kind)).encode("ascii")
     if len(action_bytes) > SHORT_ACTION:
         return head + action_bytes
     return head + action_bytes + b"\0"
@@ -39,14 +46,17 @@ class Shell:
     """Spawns the shell process; the host talks to it directly over the pipes."""
 
     def __init__(self, shell_path, action_r, output_w, status_w, env):
-        self.shell_path = shell_path
+        self.shell_path = shell_path  # a path, or "python" for the forked interpreter
         self.fds = (action_r, output_w, status_w)
         self.env = env
         self.pid = None
+        self.spare = None  # (pid, go pipe) of a ready Python interpreter
 
     def spawn(self, cwd):
         """Start a new shell in ``cwd`` (``/`` if it no longer exists)."""
         action_r, output_w, status_w = self.fds
+        if self.shell_path == "python":
+            return self._fork_python(cwd)
         here = os.getcwd()
         try:
             os.chdir(cwd)
@@ -70,6 +80,53 @@ class Shell:
         finally:
             os.chdir(here)
         return self.pid
+
+    def _fork_python(self, cwd):
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            pid, go_w = spare
+            try:
+                os.write(go_w, cwd.encode("utf-8", "surrogateescape") + b"\n")
+                os.close(go_w)
+                self.pid = pid
+                return pid
+            except OSError:
+                os.close(go_w)
+        pid = self._fork(None)
+        os.write(pid[1], cwd.encode("utf-8", "surrogateescape") + b"\n")
+        os.close(pid[1])
+        self.pid = pid[0]
+        return self.pid
+
+    def make_spare(self):
+        """Fork a ready interpreter for the next reset (Python only)."""
+        if self.shell_path == "python" and self.spare is None:
+            self.spare = self._fork(None)
+
+    def _fork(self, _unused):
+        from . import pyrepl
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (ValueError, OSError):
+                pass
+        go_r, go_w = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:
+            os.close(go_w)
+            pyrepl.start(self.fds, self.env, go_fd=go_r)
+        os.close(go_r)
+        return pid, go_w
+
+    def forget_spare(self, pid):
+        """The spare died (the agent may kill it): make another one later."""
+        if self.spare is not None and self.spare[0] == pid:
+            try:
+                os.close(self.spare[1])
+            except OSError:
+                pass
+            self.spare = None
 
     def cwd(self):
         """The shell's current directory, or ``None`` if it cannot be read."""

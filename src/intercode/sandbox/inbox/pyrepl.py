@@ -1,0 +1,272 @@
+"""A persistent Python interpreter for agents, forked from the supervisor.
+
+It speaks the shell's protocol (see ``shell``): a header ``<seq> <length> [kind]``, the
+action's bytes, and a status record ``<seq> <code> <cwd>`` plus NUL on descriptor 62.
+``exec`` actions behave like the interactive interpreter: statements run in one
+persistent namespace, the value of a final expression is printed with ``repr``, and
+an exception prints its traceback (code 1) without ending the session. ``SystemExit``
+is reported and contained. An ``eval`` action (sent by the host, never by the agent)
+carries JSON: the interpreter forks, runs setup steps and test statements in the copy
+of the namespace, prints one JSON line of outcomes, and leaves its own state untouched.
+"""
+
+import ast
+import builtins
+import io
+import json
+import os
+import signal
+import sys
+import traceback
+
+from . import shell
+
+NAMESPACE_NAME = "__main__"
+SPARE_OUTPUT_FD = 61  # a copy of the output pipe, to recover if the agent closes 1 or 2
+
+
+def child_setup(fds, env, extra_keep=()):
+    """Turn a fresh fork of the supervisor into a clean interpreter process."""
+    action_r, output_w, status_w = fds
+    os.setsid()
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.set_wakeup_fd(-1)
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # dumpable again, like any program
+    except (OSError, AttributeError):
+        pass
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(output_w, 1)
+    os.dup2(output_w, 2)
+    os.dup2(action_r, shell.ACTION_FD)
+    os.dup2(status_w, shell.STATUS_FD)
+    os.dup2(output_w, SPARE_OUTPUT_FD)
+    keep = (0, 1, 2, shell.STATUS_FD, shell.ACTION_FD, SPARE_OUTPUT_FD, *extra_keep)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    for fd in (shell.STATUS_FD, shell.ACTION_FD, SPARE_OUTPUT_FD):
+        os.set_inheritable(fd, False)
+    os.environ.clear()
+    os.environ.update(env)
+    for name in [m for m in sys.modules if m == "icbox" or m.startswith("icbox.")]:
+        del sys.modules[name]
+    sys.argv = [""]
+    _fresh_streams()
+
+
+def _fresh_streams():
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", write_through=True)
+    sys.__stdout__, sys.__stderr__, sys.__stdin__ = sys.stdout, sys.stderr, sys.stdin
+
+
+def _streams_ok():
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        try:
+            if stream.closed or stream.fileno() != fd:
+                return False
+            os.fstat(fd)
+        except (ValueError, OSError, AttributeError):
+            return False
+    return True
+
+
+class Repl:
+    """The interpreter loop."""
+
+    def __init__(self):
+        self.namespace = {"__name__": NAMESPACE_NAME, "__builtins__": builtins}
+
+    def serve(self):
+        """Read and run actions until the action pipe closes."""
+        reader = os.fdopen(shell.ACTION_FD, "rb", buffering=0, closefd=False)
+        while True:
+            header = _read_line(reader)
+            if header is None:
+                os._exit(0)
+            parts = header.split()
+            seq, length = parts[0], int(parts[1])
+            kind = parts[2] if len(parts) > 2 else "exec"
+            payload = _read_exact(reader, length)
+            if length <= shell.SHORT_ACTION:
+                _read_exact(reader, 1)
+            if not _streams_ok():
+                _repair_fds()
+                _fresh_streams()
+            code = self.run(payload.decode("utf-8", "surrogateescape"), kind)
+            _flush()
+            record = ("%s %d %s" % (seq, code, os.getcwd())).encode("utf-8", "replace") + b"\0"
+            try:
+                os.write(shell.STATUS_FD, record)
+            except OSError:
+                os._exit(3)
+
+    def run(self, source, kind):
+        """Run one action; return 0 or 1 (an exception was shown)."""
+        try:
+            if kind == "eval":
+                return evaluate(self.namespace, json.loads(source))
+            return run_source(source, self.namespace)
+        except KeyboardInterrupt:
+            _show_exception(sys.exc_info())
+            return 1
+
+
+def _read_line(reader):
+    data = bytearray()
+    while True:
+        c = reader.read(1)
+        if not c:
+            return None
+        if c == b"\n":
+            return data.decode("ascii")
+        data += c
+
+
+def _read_exact(reader, n):
+    data = bytearray()
+    while len(data) < n:
+        chunk = reader.read(n - len(data))
+        if not chunk:
+            os._exit(0)
+        data += chunk
+    return bytes(data)
+
+
+def _repair_fds():
+    """The agent closed or replaced its output: point 1 and 2 at the output pipe again."""
+    try:
+        os.dup2(SPARE_OUTPUT_FD, 1)
+        os.dup2(SPARE_OUTPUT_FD, 2)
+    except OSError:
+        os._exit(4)  # nothing left to write to: the host replaces the interpreter
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (ValueError, OSError):
+            pass
+
+
+def _show_exception(info):
+    """Print a traceback without the interpreter's own frames."""
+    etype, value, tb = info
+    while tb is not None and tb.tb_frame.f_code.co_filename != "<stdin>":
+        tb = tb.tb_next
+    _flush()
+    sys.stderr.write("".join(traceback.format_exception(etype, value, tb)))
+    _flush()
+
+
+def run_source(source, namespace):
+    """Interactive semantics: statements, then the repr of a final expression."""
+    try:
+        tree = ast.parse(source, "<stdin>", "exec")
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError):
+        etype, value, _tb = sys.exc_info()
+        _flush()
+        sys.stderr.write("".join(traceback.format_exception_only(etype, value)))
+        return 1
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    try:
+        if tree.body:
+            exec(compile(tree, "<stdin>", "exec"), namespace)
+        if last is not None:
+            value = eval(compile(last, "<stdin>", "eval"), namespace)
+            if value is not None:
+                builtins._ = value
+                print(repr(value))
+        return 0
+    except SystemExit as exc:
+        _flush()
+        sys.stderr.write("SystemExit: %s (the interpreter keeps running)\n" % (exc.code,))
+        return 1
+    except BaseException:  # the agent's exception is the observation
+        _show_exception(sys.exc_info())
+        return 1
+
+
+def _outcome(source, namespace, timeout):
+    """Upstream's result of ``exec(source)``: output and error text, or ``Error: <e>``."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+
+    def expire(*_):
+        raise TimeoutError("the test took more than %g s" % timeout)
+
+    signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        exec(compile(source, "<test>", "exec"), namespace)
+        result = {"output": out.getvalue().strip(), "error": err.getvalue().strip()}
+    except BaseException as exc:  # noqa: BLE001 (any outcome of agent code is data)
+        result = {"error": "Error: %s" % (exc,)}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.stdout, sys.stderr = saved
+    return result
+
+
+def evaluate(namespace, request):
+    """Run setup steps and tests in a fork (the interpreter's state stays as it is)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:  # the fork's namespace is a copy: nothing reaches the interpreter's own
+            for step in request.get("steps", []):
+                _outcome(step, namespace, request["timeout"])
+            results = [_outcome(test, namespace, request["timeout"])
+                       for test in request["tests"]]
+            data = json.dumps(results).encode("utf-8", "replace")
+        except BaseException as exc:  # noqa: BLE001
+            data = json.dumps({"failed": repr(exc)}).encode()
+        with os.fdopen(write_fd, "wb") as fh:
+            fh.write(data)
+        os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as fh:
+        data = fh.read()
+    os.waitpid(pid, 0)
+    sys.stdout.write(data.decode("utf-8", "replace") + "\n")
+    return 0
+
+
+def start(fds, env, go_fd=None):
+    """Entry of the forked interpreter (never returns).
+
+    With ``go_fd`` it is a spare: fully set up, it waits for the supervisor to send a
+    working directory on that descriptor before it serves actions.
+    """
+    try:
+        child_setup(fds, env, extra_keep=() if go_fd is None else (go_fd,))
+        repl = Repl()
+        if go_fd is not None:
+            line = _read_line(os.fdopen(go_fd, "rb", buffering=0))
+            if line is None:
+                os._exit(0)
+            try:
+                os.chdir(line)
+            except OSError:
+                os.chdir("/")
+        repl.serve()
+    finally:
+        os._exit(1)
