@@ -10,9 +10,9 @@ import intercode
 from intercode.envs.registration import ENVIRONMENTS, env_id
 from intercode.errors import ConfigError, EnvStateError
 
-SMALL = {"bash": "bash-demo", "sql": "spider-dev"}
+SMALL = {"bash": "bash-demo", "sql": "spider-dev", "python": "mbpp-prompt"}
 # an action that succeeds and prints "rendered", per environment
-ECHO = {"bash": "echo rendered", "sql": "SELECT 'rendered'"}
+ECHO = {"bash": "echo rendered", "sql": "SELECT 'rendered'", "python": "print('rendered')"}
 
 
 @pytest.fixture(params=sorted(ENVIRONMENTS), scope="module")
@@ -133,5 +133,5 @@ def test_public_api_is_pinned():
         "BashEnv", "BashTask", "ConfigError", "Dataset", "DatasetError", "EnvStateError",
         "IntercodeEnv", "IntercodeError", "Limits", "RewardError", "SandboxError",
         "SandboxUnavailableError", "SqlEnv", "SqlLimits", "SqlTask", "Task", "__version__",
-        "dataset_names", "load_dataset", "make",
+        "dataset_names", "load_dataset", "make", "PythonEnv", "PythonTask",
     ])

@@ -36,6 +36,13 @@ def test_sql_gold_validation_on_a_server(mysql_url):
     assert report["tasks"] == 1034 and report["scored_one"] >= 1034 - 26
 
 
+@pytest.mark.slow
+def test_python_gold_validation():
+    report = validate("python", "mbpp", workers=2, progress=False)
+    assert report["errors"] == [] and report["unexpected"] == []
+    assert report["tasks"] == 974 and report["scored_one"] == 972
+
+
 def test_known_issue_list_is_well_formed():
     raw = json.loads(resources.files("intercode.datasets.data")
                      .joinpath("known_issues.json").read_text())

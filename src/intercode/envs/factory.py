@@ -19,7 +19,7 @@ def create_env(env: str, dataset: str, limits: Limits | None = None,
     if env == "python":
         from intercode.envs.python import PythonEnv
 
-        return PythonEnv(dataset, limits=limits)
+        return PythonEnv(dataset, limits=limits, upstream_quirks=upstream_quirks)
     if env == "sql":
         from intercode.envs.sql import SqlEnv
         from intercode.sql.backend import SqlLimits

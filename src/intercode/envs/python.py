@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from typing import Any
 
 from intercode.datasets import Dataset, PythonTask, Task
@@ -49,8 +50,13 @@ class PythonEnv(IntercodeEnv):
 
     def __init__(self, dataset: str | Dataset = "mbpp", *, limits: Limits | None = None,
                  layout: Layout | None = None, test_timeout: float = 5.0,
-                 render_mode: str | None = None) -> None:
+                 upstream_quirks: bool = False, render_mode: str | None = None) -> None:
+        """``upstream_quirks`` reproduces upstream's Try Again scoring for comparisons:
+        only an action starting with ``def`` is scored (its first function), and after
+        each scoring the agent's interpreter holds the gold's namespace, because upstream
+        reset it and ran the gold in it."""
         super().__init__(dataset, render_mode=render_mode)
+        self.upstream_quirks = upstream_quirks
         self.limits = limits or Limits()
         self.layout = layout or Layout()
         self.test_timeout = test_timeout
@@ -107,7 +113,24 @@ class PythonEnv(IntercodeEnv):
 
     def evaluate(self) -> Evaluation:
         """Try Again: the score of submitting the latest candidate function."""
-        return self._score(None)
+        if not self.upstream_quirks:
+            return self._score(None)
+        last = self.history[-1][0].strip() if self.history else ""
+        m = re.match(r"def (\w+)\(", last)
+        if m is None:
+            return Evaluation(0.0, False, {"note": "upstream scored only actions "
+                                                   "starting with def"})
+        result = self._score(m.group(1))
+        self._leak_gold()
+        return result
+
+    def _leak_gold(self) -> None:
+        """Upstream's state after scoring: a reset interpreter that ran setup and gold."""
+        assert isinstance(self.task, PythonTask)
+        box = self._sandbox("agent")
+        box.reset()
+        box.run(self.task.test_setup_code)
+        box.run(self.task.gold)
 
     def _score(self, name: str | None) -> Evaluation:
         assert isinstance(self.task, PythonTask)

@@ -1,0 +1,142 @@
+"""The sandboxed Python interpreter: interactive semantics, containment, fresh resets."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from intercode.sandbox.bwrap import BwrapSandbox
+from intercode.sandbox.filetree import FileTree
+from intercode.sandbox.limits import Limits
+
+
+@pytest.fixture(scope="module")
+def py():
+    box = BwrapSandbox(Limits(timeout=2, kill_grace=0.5, processes=64, memory=512 << 20),
+                       shell="python")
+    box.start()
+    box.load(FileTree.of([]))
+    yield box
+    box.close()
+
+
+def test_state_persists_and_expressions_are_shown(py):
+    py.reset()
+    assert py.run("x = 20\ndef double(v):\n    return 2 * v\n").output == ""
+    assert py.run("double(x) + 2").output == "42\n"
+    assert py.run("'text'").output == "'text'\n"
+    assert py.run("None").output == ""
+    assert py.run("import math\nmath.floor(2.5)").output == "2\n"
+    r = py.run("for i in range(2):\n    print(i)\nclass C:\n    pass\nC.__name__")
+    assert r.output == "0\n1\n'C'\n" and r.exit_code == 0
+
+
+def test_stdout_and_stderr_interleave(py):
+    r = py.run("import sys\nprint('a')\nprint('b', file=sys.stderr)\nprint('c')")
+    assert r.output == "a\nb\nc\n"
+
+
+def test_exceptions_are_tracebacks_and_the_session_goes_on(py):
+    py.reset()
+    py.run("y = 1")
+    r = py.run("def f():\n    return 1 / 0\nf()")
+    assert r.exit_code == 1
+    assert r.output.startswith("Traceback (most recent call last):\n  File \"<stdin>\"")
+    assert "ZeroDivisionError: division by zero" in r.output and "pyrepl" not in r.output
+    r = py.run("def broken(:")
+    assert r.exit_code == 1 and "SyntaxError" in r.output
+    assert py.run("y").output == "1\n"
+
+
+@pytest.mark.parametrize("action", ["while True: pass", "sum(i for i in range(10**12))"])
+def test_runaway_loops_are_interrupted_and_state_survives(py, action):
+    py.reset()
+    py.run("keep = 'me'")
+    started = time.monotonic()
+    r = py.run(action)
+    assert r.timed_out and "KeyboardInterrupt" in r.output
+    assert time.monotonic() - started < 5
+    assert py.run("keep").output == "'me'\n"
+
+
+def test_a_loop_that_swallows_the_interrupt_gets_a_new_interpreter(py):
+    r = py.run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass")
+    assert r.timed_out and r.shell_restarted and "new Python interpreter" in r.observation
+    assert py.run("1 + 1").output == "2\n"
+
+
+def test_huge_allocation_is_a_memory_error(py):
+    r = py.run("x = bytearray(8 * 2**30)")
+    assert "MemoryError" in r.output
+    assert py.run("2 + 2").output == "4\n"
+
+
+def test_fork_loop_is_contained(py):
+    py.run("import os\nfor _ in range(500):\n    try:\n        if os.fork() == 0:\n"
+           "            import time; time.sleep(60)\n    except OSError:\n        break")
+    time.sleep(0.5)
+    assert py.run("3 + 3").output == "6\n"
+    py.reset()
+    assert py.run("import os; len([p for p in os.listdir('/proc') if p.isdigit()])"
+                  ).output.strip() in ("2", "3")
+
+
+@pytest.mark.parametrize("action", ["import sys; sys.exit(4)", "raise SystemExit('bye')"])
+def test_system_exit_is_contained(py, action):
+    py.run("alive = True")
+    r = py.run(action)
+    assert "SystemExit" in r.output and not r.shell_restarted
+    assert py.run("alive").output == "True\n"
+
+
+def test_os_exit_restarts_the_interpreter(py):
+    r = py.run("import os; os._exit(9)")
+    assert r.shell_restarted and r.exit_code == 9
+    assert "Python interpreter exited" in r.observation
+    assert py.run("4 + 4").output == "8\n"
+
+
+@pytest.mark.parametrize("action", ["import sys; sys.stdout.close()", "import os; os.close(1)",
+                                    "import sys, io; sys.stdout = io.StringIO()"])
+def test_closing_stdout_does_not_break_the_session(py, action):
+    py.run(action)
+    assert py.run("print('visible')").output == "visible\n"
+
+
+def test_reading_stdin_gets_end_of_file(py):
+    r = py.run("input('? ')")
+    assert "EOFError" in r.output
+    r = py.run("import sys; sys.stdin.read()")
+    assert r.output == "''\n"
+
+
+def test_reset_gives_a_fresh_interpreter(py):
+    py.run("import json\nleft_over = 1\nimport builtins; builtins.patched = True")
+    py.reset()
+    assert "NameError" in py.run("left_over").output
+    assert "NameError" in py.run("patched").output
+    assert py.run("'json' in dir()").output == "False\n"
+
+
+def test_isolation(py):
+    r = py.run("import os, socket\nprint(os.getuid(), os.path.exists('/root/.pyenv'))\n"
+               "s = socket.socket()\ns.settimeout(1)\ntry:\n    s.connect(('1.1.1.1', 80))\n"
+               "except OSError as e:\n    print('no network')")
+    assert r.output == "1000 False\nno network\n"
+
+
+def test_an_eval_request_runs_in_a_fork(py):
+    py.reset()
+    py.run("def sq(v):\n    print('side effect')\n    return v * v\nstate = []")
+    request = {"steps": ["target = sq", "state.append(1)"], "timeout": 1,
+               "tests": ["assert target(3) == 9", "assert target(3) == 10",
+                         "while True: pass", "undefined_name"]}
+    r = py.run(json.dumps(request), kind="eval")
+    outcomes = json.loads(r.output.strip().splitlines()[-1])
+    assert outcomes[0] == {"output": "side effect", "error": ""}
+    assert outcomes[1] == {"error": "Error: "}
+    assert outcomes[2]["error"].startswith("Error: the test took more than")
+    assert outcomes[3] == {"error": "Error: name 'undefined_name' is not defined"}
+    assert py.run("state, 'target' in dir()").output == "([], False)\n"
