@@ -16,7 +16,7 @@ def env():
 
 
 def first_task(env):
-    query, info = env.reset(options={"task": 0})  # MBPP 1: min_cost
+    query, _info = env.reset(options={"task": 0})  # MBPP 1: min_cost
     assert env.task.task_id == 1 and env.task.entry_point == "min_cost"
     return query
 

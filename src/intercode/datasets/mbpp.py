@@ -39,7 +39,7 @@ def load(name: str) -> Dataset:
     raw = read_json(path, name)
     if not isinstance(raw, list):
         raise DatasetError(f"{path.name}: expected a JSON list of tasks")
-    tasks = []
+    tasks: list[Task] = []
     for position, item in enumerate(raw):
         task = _task(item, position, path.name)
         if first <= task.task_id <= last:

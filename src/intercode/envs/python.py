@@ -135,6 +135,7 @@ class PythonEnv(IntercodeEnv):
     def _score(self, name: str | None) -> Evaluation:
         assert isinstance(self.task, PythonTask)
         name = name or (self._functions[-1] if self._functions else None)
+        info: dict[str, Any]
         if name is None or not name.isidentifier():
             info = {"submitted_function": name, "note": "no function to test", "all_pass": False}
             return Evaluation(0.0, False, info)

@@ -75,8 +75,9 @@ class Sandbox(ABC):
         """Kill every process, restore the pristine tree and start a fresh shell."""
 
     @abstractmethod
-    def run(self, action: str, timeout: float | None = None) -> ExecResult:
-        """Run ``action`` in the persistent shell."""
+    def run(self, action: str, timeout: float | None = None,
+            kind: str | None = None) -> ExecResult:
+        """Run ``action`` in the persistent shell (``kind``: see the Python shell)."""
 
     @abstractmethod
     def exec(self, argv: Sequence[str], timeout: float | None = None, cwd: str = "/",

@@ -181,7 +181,7 @@ def _truth(value: object) -> bool:
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
         m = _LEADING_NUMBER.match(value)
-        return bool(m) and float(m.group(0)) != 0
+        return m is not None and float(m.group(0)) != 0
     return value != 0
 
 

@@ -274,7 +274,7 @@ class Supervisor:
         if self.shell.spare is not None:
             # usually only the old interpreter dies here: kill it directly; anything
             # that forked in the meantime is caught by the general path below
-            keep = tuple(keep) + (self.shell.spare[0],)
+            keep = (*tuple(keep), self.shell.spare[0])
             victims = shell.live_pids(set(keep) | {1, os.getpid()})
             for pid in victims:
                 try:

@@ -70,7 +70,8 @@ def _fresh_streams():
                                   errors="backslashreplace", write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                   errors="backslashreplace", write_through=True)
-    sys.__stdout__, sys.__stderr__, sys.__stdin__ = sys.stdout, sys.stderr, sys.stdin
+    sys.__stdout__, sys.__stderr__, sys.__stdin__ = (  # type: ignore[misc]
+        sys.stdout, sys.stderr, sys.stdin)
 
 
 def _streams_ok():
