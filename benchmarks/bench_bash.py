@@ -16,48 +16,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import select
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from common import pipe_floor, samples_ms
+
 
 def timed(fn: Callable[[], object], runs: int, warmup: int = 20) -> dict[str, float]:
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
+    samples = samples_ms(fn, runs, warmup)
     return {"median_ms": statistics.median(samples), "p90_ms": samples[int(0.9 * len(samples))],
             "runs": runs}
 
 
 def bare_bash_floor(runs: int) -> dict[str, float]:
     """A persistent bash over pipes, with the same end-of-action protocol idea."""
-    proc = subprocess.Popen(["bash", "--norc", "--noprofile"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
-    fd = proc.stdout.fileno()
-
-    def step() -> None:
-        proc.stdin.write(b"echo hi; echo __end__ $?\n")
-        buf = b""
-        while b"__end__" not in buf:
-            select.select([fd], [], [])
-            buf += os.read(fd, 65536)
-
-    try:
-        return timed(step, runs)
-    finally:
-        proc.kill()
-        proc.wait()
+    median = pipe_floor(["bash", "--norc", "--noprofile"], b"echo hi; echo __end__ $?\n",
+                        b"__end__", runs)
+    return {"median_ms": median, "runs": runs}
 
 
 def sandbox_and_env(runs: int) -> dict[str, dict[str, float]]:

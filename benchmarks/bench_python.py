@@ -16,49 +16,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import select
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from common import median_ms, pipe_floor
 
 LOOP = ("import sys\nns = {}\nfor line in sys.stdin:\n    src = line.replace('\\\\n', '\\n')\n"
         "    try:\n        v = eval(src, ns)\n        print(repr(v))\n    except SyntaxError:\n"
         "        exec(src, ns)\n    print('__end__', flush=True)\n")
 
 
-def timed(fn: Callable[[], object], runs: int, warmup: int = 20) -> float:
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
 def bare_floor(runs: int) -> float:
-    proc = subprocess.Popen([sys.executable, "-u", "-c", LOOP], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, bufsize=0)
-    fd = proc.stdout.fileno()
-
-    def step() -> None:
-        proc.stdin.write(b"1+1\n")
-        buf = b""
-        while b"__end__" not in buf:
-            select.select([fd], [], [])
-            buf += os.read(fd, 65536)
-
-    try:
-        return timed(step, runs)
-    finally:
-        proc.kill()
-        proc.wait()
+    return pipe_floor([sys.executable, "-u", "-c", LOOP], b"1+1\n", b"__end__", runs)
 
 
 def sandbox_numbers(runs: int) -> dict[str, float]:
@@ -70,7 +42,7 @@ def sandbox_numbers(runs: int) -> dict[str, float]:
     box.start()
     box.load(FileTree.of([]))
     try:
-        step = timed(lambda: box.run("1+1"), runs)
+        step = median_ms(lambda: box.run("1+1"), runs)
 
         def reset_after_use() -> float:
             box.run("x = [1] * 100")
@@ -85,7 +57,7 @@ def sandbox_numbers(runs: int) -> dict[str, float]:
     env = PythonEnv("mbpp")
     try:
         env.reset(options={"task": 0})
-        env_step = timed(lambda: env.step("1+1"), runs)
+        env_step = median_ms(lambda: env.step("1+1"), runs)
     finally:
         env.close()
     return {"step_sandbox_ms": step, "step_env_ms": env_step,
@@ -103,7 +75,7 @@ def jupyter_numbers(runs: int) -> dict[str, float]:
             kc.execute_interactive("1+1", store_history=False, output_hook=lambda m: None,
                                    timeout=30)
 
-        step = timed(execute, max(200, runs // 10))
+        step = median_ms(execute, max(200, runs // 10))
         restarts = []
         for _ in range(10):
             start = time.perf_counter()

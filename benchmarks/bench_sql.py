@@ -15,23 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-
-def median_ms(fn: Callable[[], object], runs: int, warmup: int = 50) -> float:
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+from common import median_ms
 
 
 def bare(backend: str, url: str | None, runs: int) -> float:

@@ -26,7 +26,7 @@ from intercode.datasets.mysqldump import split_statements
 from intercode.errors import ConfigError, SandboxError
 from intercode.sql import mysql_compat as compat
 from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
-from intercode.sql.results import QueryResult
+from intercode.sql.results import QueryResult, fetch_capped
 from intercode.sql.store import SqlStore, spider_store
 
 READ = {"SELECT", "SHOW", "DESC", "DESCRIBE", "EXPLAIN", "HELP", "WITH", "VALUES", "TABLE"}
@@ -294,7 +294,7 @@ class MysqlSession(SqlSession):
                 cur.execute(sql)
                 if cur.description is None:
                     return QueryResult(affected=cur.rowcount)
-                rows, capped = self._fetch(cur)
+                rows, capped = fetch_capped(cur, self.backend.limits.max_result_rows)
                 columns = tuple(d[0] for d in cur.description)
                 return QueryResult(rows=[self._to_logical_row(r) for r in rows], capped=capped,
                                    columns=columns)
@@ -311,17 +311,6 @@ class MysqlSession(SqlSession):
             return QueryResult(error=self._to_logical(str(exc.args[-1])))
         except errors.Error as exc:
             return QueryResult(error=self._to_logical(str(exc.args[-1] if exc.args else exc)))
-
-    def _fetch(self, cur: Any) -> tuple[list[tuple[Any, ...]], bool]:
-        cap = self.backend.limits.max_result_rows
-        rows: list[tuple[Any, ...]] = []
-        while True:
-            chunk = cur.fetchmany(4096)
-            if not chunk:
-                return rows, False
-            rows.extend(chunk)
-            if len(rows) > cap:
-                return rows[:cap], True
 
     def _to_physical(self, sql: str) -> str:
         qualified, literal = self.backend.name_patterns()

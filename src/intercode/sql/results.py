@@ -45,3 +45,15 @@ class QueryResult:
             more = f"{hidden}+" if self.capped else str(hidden)
             text += f"\n[intercode] {more} more rows not shown ({len(shown)} shown)"
         return text
+
+
+def fetch_capped(cursor: Any, cap: int) -> tuple[list[Row], bool]:
+    """All rows of a DB-API cursor, at most ``cap`` of them (and whether rows were cut)."""
+    rows: list[Row] = []
+    while True:
+        chunk = cursor.fetchmany(4096)
+        if not chunk:
+            return rows, False
+        rows.extend(chunk)
+        if len(rows) > cap:
+            return rows[:cap], True

@@ -17,7 +17,7 @@ import time
 
 from intercode.sql import mysql_compat as compat
 from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
-from intercode.sql.results import QueryResult
+from intercode.sql.results import QueryResult, fetch_capped
 from intercode.sql.store import INFO_SCHEMA, SqlStore, spider_store
 
 READ_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info",
@@ -135,7 +135,7 @@ class SqliteSession(SqlSession):
             cursor = self.conn.execute(sql)
             if cursor.description is None:
                 return QueryResult(affected=cursor.rowcount)
-            rows, capped = self._fetch(cursor)
+            rows, capped = fetch_capped(cursor, self.limits.max_result_rows)
             columns = tuple(d[0] for d in cursor.description)
             return QueryResult(rows=rows, capped=capped, columns=columns)
         except sqlite3.Warning as exc:  # e.g. more than one statement
@@ -148,17 +148,6 @@ class SqliteSession(SqlSession):
             return QueryResult(error=message)
         except (OverflowError, ValueError, MemoryError) as exc:
             return QueryResult(error=f"{type(exc).__name__}: {exc}")
-
-    def _fetch(self, cursor: sqlite3.Cursor) -> tuple[list[tuple], bool]:
-        cap = self.limits.max_result_rows
-        rows: list[tuple] = []
-        while True:
-            chunk = cursor.fetchmany(4096)
-            if not chunk:
-                return rows, False
-            rows.extend(chunk)
-            if len(rows) > cap:
-                return rows[:cap], True
 
     def _meta(self, meta: compat.Meta) -> QueryResult:
         db = self.store.databases.get(self.current_db)
