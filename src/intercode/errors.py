@@ -34,3 +34,10 @@ class RewardError(IntercodeError, RuntimeError):
 
 class EnvStateError(IntercodeError, RuntimeError):
     """The environment was used out of order (step before reset, step after the end)."""
+
+
+class TaskUnavailable(IntercodeError):
+    """The task cannot run here (it needs the network, or its files are missing).
+
+    The runner records such an episode as ``status: "skipped"`` with the reason.
+    """

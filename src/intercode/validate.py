@@ -26,26 +26,29 @@ from intercode.sandbox.limits import Limits
 def validate(env: str, dataset: str, workers: int = 2, limits: Limits | None = None,
              output: Path | None = None, tasks: tuple[int, ...] | None = None,
              progress: bool = True, sql_backend: str = "sqlite",
-             mysql_url: str | None = None) -> dict[str, Any]:
+             mysql_url: str | None = None, network: bool = False) -> dict[str, Any]:
     """Run the gold agent on ``dataset`` and classify every task."""
     ds = load_dataset(dataset)
     with tempfile.TemporaryDirectory(prefix="intercode-validate-") as tmp:
         folder = output or Path(tmp) / "run"
         cfg = RunConfig(env=env, dataset=dataset, agent="gold", output=folder, workers=workers,
                         tasks=tasks, limits=limits or Limits(), resume=output is not None,
-                        sql_backend=sql_backend, mysql_url=mysql_url)
+                        sql_backend=sql_backend, mysql_url=mysql_url, network=network)
         execute(cfg, progress=progress)
         records = latest_by_task(ResultsLog(folder / "results.jsonl").read())
     known = known_issues(dataset)
     report: dict[str, Any] = {"env": env, "dataset": dataset, "tasks": 0, "scored_one": 0,
                               "ok": [], "ok_known": [], "fail_known": [], "unexpected": [],
-                              "errors": []}
+                              "skipped": [], "errors": []}
     for index in sorted(records):
         rec = records[index]
         task = ds[index]
         report["tasks"] += 1
         entry: dict[str, Any] = {"task": index, "source": task.source,
                                  "source_index": task.source_index, "gold": task.gold}
+        if rec.get("status") == "skipped":
+            report["skipped"].append({**entry, "why": rec.get("error")})
+            continue
         if rec.get("status") != "ok":
             report["errors"].append({**entry, "error": rec.get("error")})
             report["unexpected"].append({**entry, "why": f"error: {rec.get('error')}"})
@@ -96,8 +99,12 @@ def explain(record: dict[str, Any]) -> str:
 
 def format_report(report: dict[str, Any]) -> str:
     """Human-readable validation report."""
-    lines = [f"{report['dataset']}: {report['scored_one']}/{report['tasks']} gold solutions "
-             "score 1.0"]
+    ran = report["tasks"] - len(report["skipped"])
+    lines = [f"{report['dataset']}: {report['scored_one']}/{ran} gold solutions score 1.0"]
+    if report["skipped"]:
+        lines.append(f"\nskipped ({len(report['skipped'])}):")
+        for e in report["skipped"]:
+            lines.append(f"  {e['task']:4d} {e['why']}")
     for title, key in (("known issues that still score 1.0", "ok_known"),
                        ("known issues that do not score 1.0", "fail_known")):
         if report[key]:

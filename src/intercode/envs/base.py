@@ -14,7 +14,7 @@ import gymnasium as gym
 
 from intercode.datasets import Dataset, Task, load_dataset
 from intercode.envs.spaces import AnyText
-from intercode.errors import ConfigError, EnvStateError
+from intercode.errors import ConfigError, EnvStateError, TaskUnavailable
 
 MAX_ACTION = 1 << 20
 MAX_OBSERVATION = 1 << 24
@@ -53,6 +53,7 @@ class IntercodeEnv(gym.Env[str, str]):
         self.turn = 0
         self.done = True
         self.history: list[tuple[str, str]] = []
+        self._available: list[int] | None = None
 
     # -- to implement --------------------------------------------------------------------
 
@@ -76,6 +77,21 @@ class IntercodeEnv(gym.Env[str, str]):
         """The final score of a submission (by default: the current state's)."""
         return self.evaluate()
 
+    def submission_ends(self, result: Evaluation) -> bool:
+        """Whether a submission ends the episode (CTF: only a right flag, by default)."""
+        return True
+
+    def unavailable(self, task: Task) -> str | None:
+        """Why ``task`` cannot run in this environment as configured (``None``: it can)."""
+        return None
+
+    def available_tasks(self) -> list[int]:
+        """Indices of the tasks that can run (those a seeded ``reset()`` draws from)."""
+        if self._available is None:
+            self._available = [i for i in range(len(self.dataset))
+                               if self.unavailable(self.dataset[i]) is None]
+        return self._available
+
     def warm_up(self) -> None:
         """Start what the environment needs now (sandboxes), so that failures show early."""
 
@@ -87,10 +103,17 @@ class IntercodeEnv(gym.Env[str, str]):
         super().reset(seed=seed)
         index = (options or {}).get("task")
         if index is None:
-            index = int(self.np_random.integers(len(self.dataset)))
+            pool = self.available_tasks()
+            if not pool:
+                raise TaskUnavailable(f"no task of {self.dataset.name} can run here: "
+                                      f"{self.unavailable(self.dataset[0])}")
+            index = pool[int(self.np_random.integers(len(pool)))]
         if not isinstance(index, int) or isinstance(index, bool) or not (
                 0 <= index < len(self.dataset)):
             raise ConfigError(f"task must be an integer in [0, {len(self.dataset)}), got {index!r}")
+        reason = self.unavailable(self.dataset[index])
+        if reason is not None:
+            raise TaskUnavailable(reason)
         self.task = self.dataset[index]
         self.load_task(self.task)
         self.turn = 0
@@ -111,9 +134,13 @@ class IntercodeEnv(gym.Env[str, str]):
         submitted, argument = self.parse_submit(keyword)
         if submitted:
             result = self.submit(argument)
-            self.done = True
             info = {"turn": self.turn, "submitted": True, "success": result.success,
                     **result.info}
+            if not self.submission_ends(result):
+                observation = str(result.info.get("observation", ""))
+                self.history.append((action, observation))
+                return observation, float(result.reward), False, False, info
+            self.done = True
             return self.last_observation(), float(result.reward), True, False, info
         if keyword == self.skip_keyword:
             self.done = True

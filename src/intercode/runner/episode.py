@@ -9,7 +9,7 @@ from typing import Any
 
 from intercode.agents.base import Policy
 from intercode.envs.base import Evaluation, IntercodeEnv
-from intercode.errors import IntercodeError
+from intercode.errors import IntercodeError, TaskUnavailable
 from intercode.runner.records import EpisodeRecord, Turn
 
 RETRY_MESSAGE = "No action was found in the reply. Please try again."
@@ -28,6 +28,9 @@ def run_episode(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | 
     turns: list[Turn] = []
     try:
         reward, success, info, best_turn = _play(env, index, policy, max_turns, turns)
+    except TaskUnavailable as exc:
+        return EpisodeRecord(**base, status="skipped", reward=None, success=None, turns=(),
+                             error=str(exc), duration_s=time.perf_counter() - started)
     except IntercodeError as exc:
         return EpisodeRecord(**base, status="error", reward=None, success=None,
                              turns=tuple(turns), error=f"{type(exc).__name__}: {exc}",

@@ -24,7 +24,7 @@ class Progress:
         if record.get("status") == "ok":
             self.ok += 1
             self.success += bool(record.get("success"))
-        else:
+        elif record.get("status") == "error":
             self.errors += 1
         now = time.monotonic()
         if self.enabled and (now - self._last > 0.2 or self.done == self.total):

@@ -29,8 +29,9 @@ class Turn:
 class EpisodeRecord:
     """Everything about one finished episode.
 
-    ``status`` is ``"ok"`` or ``"error"``; an error is an infrastructure fault
-    (``error`` says which) and never carries a reward. ``reward`` is the episode's
+    ``status`` is ``"ok"``, ``"error"`` or ``"skipped"``; an error is an infrastructure
+    fault and a skip a task that cannot run here (``error`` says which); neither carries
+    a reward. ``reward`` is the episode's
     reward: the submitted one, or the best per-turn score under Try Again.
     """
 

@@ -23,7 +23,7 @@ from intercode.sandbox.limits import Limits
 
 log = logging.getLogger(__name__)
 RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
-               "sql_backend")
+               "sql_backend", "network")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class RunConfig:
     resume: bool = False
     sql_backend: str = "sqlite"
     mysql_url: str | None = None
+    network: bool = False
 
 
 def parse_task_ranges(text: str, count: int) -> tuple[int, ...]:
@@ -99,12 +100,12 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     save_json(out / "config.json", config)
     previous = latest_by_task(results.read())
-    todo = [t for t in tasks if previous.get(t, {}).get("status") != "ok"]
+    todo = [t for t in tasks if previous.get(t, {}).get("status") not in ("ok", "skipped")]
     known = known_issues(cfg.dataset)
     spec = WorkerSpec(env=cfg.env, dataset=cfg.dataset, agent=cfg.agent, limits=cfg.limits,
                       trajectories=cfg.trajectories, max_turns=cfg.max_turns,
                       upstream_quirks=cfg.upstream_quirks, sql_backend=cfg.sql_backend,
-                      mysql_url=cfg.mysql_url,
+                      mysql_url=cfg.mysql_url, network=cfg.network,
                       known_issues={t: known[t].reason for t in tasks if t in known})
     bar = Progress(len(todo), enabled=progress and bool(todo))
 

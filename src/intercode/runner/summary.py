@@ -9,6 +9,7 @@ def summarize(records: dict[int, dict[str, Any]], requested: int) -> dict[str, A
     """Counts, success rate and mean reward of the latest record of each task."""
     ok = [r for r in records.values() if r.get("status") == "ok"]
     errors = [r for r in records.values() if r.get("status") == "error"]
+    skipped = [r for r in records.values() if r.get("status") == "skipped"]
     rewards = [float(r["reward"]) for r in ok if r.get("reward") is not None]
     successes = [r for r in ok if r.get("success")]
     clean = [r for r in ok if not r.get("known_issue")]
@@ -22,6 +23,7 @@ def summarize(records: dict[int, dict[str, Any]], requested: int) -> dict[str, A
         "finished": len(records),
         "ok": len(ok),
         "errors": len(errors),
+        "skipped": len(skipped),
         "missing": max(0, requested - len(records)),
         "success": len(successes),
         "success_rate": len(successes) / len(ok) if ok else None,
@@ -33,6 +35,8 @@ def summarize(records: dict[int, dict[str, Any]], requested: int) -> dict[str, A
         "successes_by_turn": dict(sorted(by_turn.items(), key=lambda kv: int(kv[0]))),
         "mean_turns": (sum(len(r.get("turns", [])) for r in ok) / len(ok)) if ok else None,
         "error_tasks": sorted(int(r["task"]) for r in errors),
+        "skipped_tasks": {str(r["task"]): r.get("error") for r in
+                          sorted(skipped, key=lambda r: int(r["task"]))},
     }
 
 
@@ -46,7 +50,8 @@ def format_summary(summary: dict[str, Any]) -> str:
 
     lines = [
         f"episodes   {summary['finished']}/{summary['requested']} finished, "
-        f"{summary['ok']} ok, {summary['errors']} errors",
+        f"{summary['ok']} ok, {summary['errors']} errors"
+        + (f", {summary['skipped']} skipped" if summary.get("skipped") else ""),
         f"success    {summary['success']} ({pct(summary['success_rate'])} of ok episodes)",
         f"reward     mean {num(summary['mean_reward'])}",
     ]

@@ -30,12 +30,13 @@ class WorkerSpec:
     known_issues: dict[int, str] = field(default_factory=dict)
     sql_backend: str = "sqlite"
     mysql_url: str | None = None
+    network: bool = False
 
 
 def make_env(spec: WorkerSpec) -> IntercodeEnv:
     """The environment a spec describes (not wrapped)."""
     return create_env(spec.env, spec.dataset, spec.limits, spec.upstream_quirks,
-                      spec.sql_backend, spec.mysql_url)
+                      spec.sql_backend, spec.mysql_url, spec.network)
 
 
 def make_policy(spec: WorkerSpec) -> Policy:
