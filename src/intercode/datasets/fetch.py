@@ -43,6 +43,11 @@ def data_file(key: str) -> Path:
         spec = FILES[key]
     except KeyError as exc:
         raise DatasetError(f"unknown data file {key!r}") from exc
+    return fetch_file(spec)
+
+
+def fetch_file(spec: DataFile) -> Path:
+    """Local path of a verified file of the upstream repository."""
     mirror = os.environ.get("INTERCODE_DATA_MIRROR")
     if mirror:
         return _from_mirror(Path(mirror), spec)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from intercode.datasets import mbpp, nl2bash, spider
+from intercode.datasets import ctf, mbpp, nl2bash, spider
 from intercode.datasets.tasks import Dataset
 from intercode.errors import ConfigError
 
@@ -15,6 +15,7 @@ LOADERS: dict[str, tuple[str, Callable[[str], Dataset]]] = {
     nl2bash.DEMO: ("bash", nl2bash.load),
     "spider-dev": ("sql", spider.load),
     **{name: ("python", mbpp.load) for name in mbpp.SPLITS},
+    "intercode-ctf": ("ctf", ctf.load),
 }
 
 

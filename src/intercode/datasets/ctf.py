@@ -1,0 +1,116 @@
+"""The CTF dataset: InterCode-CTF's 100 picoCTF tasks and their files.
+
+Tasks that need the internet (a live picoCTF server, a download, ``whois``) and tasks
+whose files are missing are marked, so that runs without network skip them with a
+reason instead of scoring 0. Golds that upstream got wrong are corrected from
+``data/ctf_overrides.json``, with the evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from intercode.datasets.fetch import fetch_file
+from intercode.datasets.files import REVISION, DataFile
+from intercode.datasets.nl2bash import read_json
+from intercode.datasets.tasks import Dataset, Task
+from intercode.errors import DatasetError
+
+NETWORK: dict[int, str] = {
+    **{t: "talks to a live picoCTF server" for t in
+       (9, 16, 20, 28, 29, 39, 41, 42, 43, 54, 57, 62, 66, 73, 87, 88, 89, 95)},
+    1: "downloads its disk image (dds2-alpine.flag.img.gz)",
+    7: "downloads the program it is about",
+    35: "downloads the script it is about",
+    59: "needs whois",
+}
+
+
+@dataclass(frozen=True)
+class CtfAsset:
+    """A file of a task, placed in its working directory."""
+
+    path: str
+    file: DataFile | None
+    executable: bool
+
+
+@dataclass(frozen=True)
+class CtfTask(Task):
+    """A capture-the-flag task; ``assets`` are its files (``file`` None: not available)."""
+
+    task_id: int = 0
+    tags: tuple[str, ...] = ()
+    url: str = ""
+    assets: tuple[CtfAsset, ...] = ()
+    needs_network: str | None = None
+    gold_note: str | None = None
+    upstream_gold: str | None = None
+
+    @property
+    def missing_assets(self) -> list[str]:
+        """Files the task needs that no mirror or download has."""
+        return [a.path for a in self.assets if a.file is None]
+
+
+@lru_cache(maxsize=1)
+def _manifest() -> dict[str, Any]:
+    text = resources.files("intercode.datasets.data").joinpath("ctf_assets.json")
+    return json.loads(text.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _overrides() -> dict[int, dict[str, str]]:
+    text = resources.files("intercode.datasets.data").joinpath("ctf_overrides.json")
+    raw = json.loads(text.read_text(encoding="utf-8"))
+    return {int(k): v for k, v in raw.items() if not k.startswith("_")}
+
+
+def _assets() -> dict[int, list[CtfAsset]]:
+    found: dict[int, list[CtfAsset]] = {}
+    for item in _manifest()["assets"]:
+        tid, rel = int(item["task"]), str(item["path"])
+        spec = None
+        if item["sha256"]:
+            spec = DataFile(f"data/ctf/task_assets/{tid}/{rel}", f"ctf/task_assets/{tid}/{rel}",
+                            item["sha256"], int(item["size"]))
+        found.setdefault(tid, []).append(CtfAsset(rel, spec, bool(item["exec"])))
+    return found
+
+
+def load(name: str) -> Dataset:
+    """``intercode-ctf``: the 100 tasks in upstream order."""
+    meta = _manifest()["ic_ctf"]
+    path = fetch_file(DataFile(meta["upstream"], meta["mirror"], meta["sha256"], meta["size"]))
+    raw = read_json(path, name)
+    if not isinstance(raw, list):
+        raise DatasetError(f"{path.name}: expected a JSON list of tasks")
+    assets, overrides = _assets(), _overrides()
+    tasks = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not isinstance(
+                item.get("gold"), str):
+            raise DatasetError(f"{path.name}: task {i} needs 'query' and 'gold' strings")
+        tid = int(item.get("task_id", i))
+        gold, note, upstream = item["gold"], None, None
+        fix = overrides.get(tid)
+        if fix is not None and fix["upstream_gold"] == gold:
+            gold, note, upstream = fix["gold"], fix["evidence"], item["gold"]
+        tasks.append(CtfTask(index=i, query=item["query"], gold=gold, dataset=name, source=name,
+                             source_index=i, task_id=tid, tags=tuple(item.get("tags", [])),
+                             url=str(item.get("source", "")), assets=tuple(assets.get(tid, [])),
+                             needs_network=NETWORK.get(tid), gold_note=note,
+                             upstream_gold=upstream))
+    return Dataset(name, "ctf", tuple(tasks), REVISION, "InterCode-CTF (picoCTF)")
+
+
+def asset_path(asset: CtfAsset) -> Path:
+    """The verified local copy of an asset."""
+    if asset.file is None:
+        raise DatasetError(f"{asset.path} is not available")
+    return fetch_file(asset.file)
