@@ -13,6 +13,7 @@ import gymnasium as gym
 
 from intercode.datasets import (
     BashTask,
+    CtfTask,
     Dataset,
     PythonTask,
     SqlTask,
@@ -20,7 +21,7 @@ from intercode.datasets import (
     dataset_names,
     load_dataset,
 )
-from intercode.envs import BashEnv, IntercodeEnv, PythonEnv, SqlEnv
+from intercode.envs import BashEnv, CtfEnv, IntercodeEnv, PythonEnv, SqlEnv
 from intercode.envs.registration import ENVIRONMENTS, env_id, register_all
 from intercode.errors import (
     ConfigError,
@@ -30,6 +31,7 @@ from intercode.errors import (
     RewardError,
     SandboxError,
     SandboxUnavailableError,
+    TaskUnavailable,
 )
 from intercode.sandbox.limits import Limits
 from intercode.sql.backend import SqlLimits
@@ -40,6 +42,8 @@ __all__ = [
     "BashEnv",
     "BashTask",
     "ConfigError",
+    "CtfEnv",
+    "CtfTask",
     "Dataset",
     "DatasetError",
     "EnvStateError",
@@ -55,6 +59,7 @@ __all__ = [
     "SqlLimits",
     "SqlTask",
     "Task",
+    "TaskUnavailable",
     "__version__",
     "dataset_names",
     "load_dataset",

@@ -14,7 +14,8 @@ from pathlib import Path
 from intercode.errors import ConfigError, IntercodeError
 from intercode.sandbox.limits import Limits
 
-DEFAULT_DATASETS = {"bash": "nl2bash", "sql": "spider-dev", "python": "mbpp"}
+DEFAULT_DATASETS = {"bash": "nl2bash", "sql": "spider-dev", "python": "mbpp",
+                    "ctf": "intercode-ctf"}
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -35,6 +36,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="SQL backend (sqlite)")
     p.add_argument("--mysql-url", default=None,
                    help="MySQL/MariaDB server for --backend mysql: mysql://user:pw@host:port")
+    p.add_argument("--network", action="store_true",
+                   help="CTF: give the sandbox the network (tasks that need it run)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,7 +115,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     workers=args.workers, tasks=tasks, max_turns=args.turns,
                     trajectories=args.trajectories, limits=_limits(args),
                     upstream_quirks=args.upstream_quirks, resume=args.resume,
-                    sql_backend=args.backend, mysql_url=args.mysql_url)
+                    sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network)
     summary = execute(cfg, progress=not args.no_progress)
     print(format_summary(summary))
     print(f"results    {Path(args.output) / 'results.jsonl'}")
@@ -125,7 +128,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     report = validate(args.env, _dataset(args), workers=args.workers, limits=_limits(args),
                       output=Path(args.output) if args.output else None,
-                      sql_backend=args.backend, mysql_url=args.mysql_url)
+                      sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0 if not report["unexpected"] else 1
 
@@ -136,7 +139,7 @@ def cmd_play(args: argparse.Namespace) -> int:
 
     dataset = args.dataset or {"bash": "nl2bash-fs1"}.get(args.env, DEFAULT_DATASETS[args.env])
     return play(args.env, dataset, args.task, _limits(args), backend=args.backend,
-                mysql_url=args.mysql_url)
+                mysql_url=args.mysql_url, network=args.network)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

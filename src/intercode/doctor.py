@@ -23,6 +23,29 @@ TOOLS: tuple[tuple[str, str], ...] = (
 )
 PACKAGES = sorted({pkg for _, pkg in TOOLS})
 
+# what the CTF tasks need beyond TOOLS: the upstream CTF image's extras and the tools the
+# tasks' write-ups use (label, shell test inside the sandbox, Debian/Ubuntu package)
+CTF_TOOLS: tuple[tuple[str, str, str], ...] = (
+    ("gcc", "command -v gcc", "gcc"), ("gdb", "command -v gdb", "gdb"),
+    ("nc", "command -v nc", "netcat-openbsd"), ("unzip", "command -v unzip", "unzip"),
+    ("wget", "command -v wget", "wget"), ("pdftotext", "command -v pdftotext", "poppler-utils"),
+    ("fls", "command -v fls", "sleuthkit"), ("strings", "command -v strings", "binutils"),
+    ("objdump", "command -v objdump", "binutils"),
+    ("exiftool", "command -v exiftool", "libimage-exiftool-perl"),
+    ("binwalk", "command -v binwalk", "binwalk"), ("tshark", "command -v tshark", "tshark"),
+    ("java", "command -v java", "default-jdk-headless"),
+    ("javac", "command -v javac", "default-jdk-headless"), ("xxd", "command -v xxd", "xxd"),
+    ("file", "command -v file", "file"), ("bzip2", "command -v bzip2", "bzip2"),
+    ("xz", "command -v xz", "xz-utils"), ("steghide", "command -v steghide", "steghide"),
+    ("foremost", "command -v foremost", "foremost"), ("openssl", "command -v openssl", "openssl"),
+    ("tesseract", "command -v tesseract", "tesseract-ocr"),
+    ("pip3", "command -v pip3", "python3-pip"),
+    ("python3 pycryptodome", "python3 -c 'import Cryptodome' 2>/dev/null "
+     "|| python3 -c 'import Crypto.Cipher' 2>/dev/null", "python3-pycryptodome"),
+    ("python3 PIL", "python3 -c 'import PIL' 2>/dev/null", "python3-pil"),
+)
+CTF_PACKAGES = sorted({pkg for _, _, pkg in CTF_TOOLS})
+
 
 @dataclass(frozen=True)
 class Check:
@@ -31,6 +54,7 @@ class Check:
     name: str
     ok: bool
     detail: str
+    warning: bool = False
 
 
 def check_host() -> list[Check]:
@@ -52,8 +76,12 @@ def check_host() -> list[Check]:
     return checks
 
 
-def check_sandbox() -> tuple[list[Check], list[str]]:
-    """Start a sandbox, look for every tool; return the checks and the missing packages."""
+def check_sandbox() -> tuple[list[Check], list[str], list[str]]:
+    """Start a sandbox, look for every tool.
+
+    Returns the checks, the missing packages, and the missing packages that only the
+    CTF environment needs (reported, but not a failure: the other environments run).
+    """
     from intercode.sandbox.bwrap import BwrapSandbox
     from intercode.sandbox.filetree import FileTree
 
@@ -63,11 +91,14 @@ def check_sandbox() -> tuple[list[Check], list[str]]:
             probe = box.run("id -un; python3 -c 'import sys; print(sys.version.split()[0])'")
             script = "; ".join(f"command -v {cmd} >/dev/null && echo {cmd}" for cmd, _ in TOOLS)
             found = set(box.run(script).output.split())
+            ctf_script = "; ".join(f"{test} >/dev/null && echo {i}"
+                                   for i, (_, test, _) in enumerate(CTF_TOOLS))
+            ctf_found = {int(w) for w in box.run(ctf_script).output.split() if w.isdigit()}
     except IntercodeError as exc:
         hint = ("if user namespaces are restricted (Ubuntu 24.04: "
                 "kernel.apparmor_restrict_unprivileged_userns=1), allow them for bwrap "
                 "or run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`")
-        return [Check("sandbox", False, f"{exc}; {hint}")], []
+        return [Check("sandbox", False, f"{exc}; {hint}")], [], []
     lines = probe.output.split()
     checks = [Check("sandbox", True, f"starts; runs as {lines[0] if lines else '?'}, "
                                      f"python3 {lines[1] if len(lines) > 1 else '?'}")]
@@ -78,7 +109,15 @@ def check_sandbox() -> tuple[list[Check], list[str]]:
             checks.append(Check(f"tool {cmd}", False, f"missing (package {pkg})"))
     if not missing:
         checks.append(Check("tools", True, f"all {len(TOOLS)} tools of the upstream image"))
-    return checks, sorted(set(missing))
+    ctf_missing = []
+    for i, (label, _, pkg) in enumerate(CTF_TOOLS):
+        if i not in ctf_found:
+            ctf_missing.append(pkg)
+            checks.append(Check(f"ctf tool {label}", True, f"missing (package {pkg}); only "
+                                "the CTF environment needs it", warning=True))
+    if not ctf_missing:
+        checks.append(Check("ctf tools", True, f"all {len(CTF_TOOLS)} tools the CTF tasks use"))
+    return checks, sorted(set(missing)), sorted(set(ctf_missing))
 
 
 def check_data() -> list[Check]:
@@ -95,12 +134,17 @@ def run_doctor() -> int:
     """Print the report; 0 if everything needed is there."""
     checks = check_host()
     missing: list[str] = []
+    ctf_missing: list[str] = []
     if all(c.ok for c in checks):
-        sandbox_checks, missing = check_sandbox()
+        sandbox_checks, missing, ctf_missing = check_sandbox()
         checks += sandbox_checks
     checks += check_data()
     for c in checks:
-        print(f"{'ok ' if c.ok else 'NO '} {c.name:34s} {c.detail}")
+        mark = "NO " if not c.ok else "-- " if c.warning else "ok "
+        print(f"{mark} {c.name:34s} {c.detail}")
     if missing:
         print(f"\ninstall the missing tools: sudo apt-get install -y {' '.join(missing)}")
+    if ctf_missing:
+        print("\nfor the CTF environment: sudo apt-get install -y --no-install-recommends "
+              f"{' '.join(ctf_missing)}   (or: scripts/setup ctf)")
     return 0 if all(c.ok for c in checks) else 1

@@ -14,9 +14,10 @@ from typing import TextIO
 
 from intercode.envs.base import IntercodeEnv
 from intercode.envs.factory import create_env
+from intercode.errors import TaskUnavailable
 from intercode.sandbox.limits import Limits
 
-PROMPTS = {"bash": "$", "sql": "sql>", "python": ">>>"}
+PROMPTS = {"bash": "$", "sql": "sql>", "python": ">>>", "ctf": "ctf$"}
 HELP = """commands:
   submit      score the current state and end the task
   skip        end the task without scoring (reward 0)
@@ -52,14 +53,15 @@ class Terminal:
 
 def play(env_name: str, dataset: str, task: int | None, limits: Limits,
          term: Terminal | None = None, backend: str = "sqlite",
-         mysql_url: str | None = None) -> int:
+         mysql_url: str | None = None, network: bool = False) -> int:
     """Run play sessions until the person quits."""
     term = term or Terminal()
     try:
         import readline  # noqa: F401  (history and line editing for input())
     except ImportError:
         pass
-    env = create_env(env_name, dataset, limits, sql_backend=backend, mysql_url=mysql_url)
+    env = create_env(env_name, dataset, limits, sql_backend=backend, mysql_url=mysql_url,
+                     network=network)
     try:
         while True:
             options = {"task": task} if task is not None else None
@@ -77,7 +79,11 @@ def play(env_name: str, dataset: str, task: int | None, limits: Limits,
 
 def play_one(env: IntercodeEnv, term: Terminal, options: dict | None) -> bool:
     """One task; ``False`` if the person quit."""
-    query, info = env.reset(options=options)
+    try:
+        query, info = env.reset(options=options)
+    except TaskUnavailable as exc:
+        term.say(f"task unavailable: {exc}", "red")
+        return True
     term.say(f"\ntask {info['task']} of {info['dataset']}", "bold")
     if "database" in info:
         term.say(f"database {info['database']} ({info['dialect']})", "dim")
@@ -105,6 +111,9 @@ def play_one(env: IntercodeEnv, term: Terminal, options: dict | None) -> bool:
             started = time.perf_counter()
             observation, reward, terminated, _, step_info = env.step(command)
             if step_info.get("submitted"):
+                if not terminated:  # CTF: a wrong flag, the task goes on
+                    term.say(observation, "red")
+                    continue
                 show_score(term, float(reward), step_info, final=True)
                 return True
             if step_info.get("skipped"):

@@ -15,8 +15,10 @@ class GoldPolicy(Policy):
         self._pending: str | None = None
 
     def reset(self, task: Task) -> None:
-        """Remember the task's gold."""
-        self._pending = task.gold
+        """Remember the task's gold (for CTF, the flag is submitted)."""
+        from intercode.datasets import CtfTask
+
+        self._pending = f"submit {task.gold}" if isinstance(task, CtfTask) else task.gold
 
     def act(self, observation: str) -> Action | None:
         """The gold, then nothing."""

@@ -9,9 +9,13 @@ from intercode.sandbox.limits import Limits
 
 def create_env(env: str, dataset: str, limits: Limits | None = None,
                upstream_quirks: bool = False, sql_backend: str = "sqlite",
-               mysql_url: str | None = None) -> IntercodeEnv:
+               mysql_url: str | None = None, network: bool = False) -> IntercodeEnv:
     """An unwrapped environment."""
     limits = limits or Limits()
+    if env == "ctf":
+        from intercode.envs.ctf import CtfEnv
+
+        return CtfEnv(dataset, limits=limits, network=network, upstream_quirks=upstream_quirks)
     if env == "bash":
         from intercode.envs.bash import BashEnv
 

@@ -8,6 +8,7 @@ ENVIRONMENTS = {
     "bash": "intercode.envs.bash:BashEnv",
     "sql": "intercode.envs.sql:SqlEnv",
     "python": "intercode.envs.python:PythonEnv",
+    "ctf": "intercode.envs.ctf:CtfEnv",
 }
 
 

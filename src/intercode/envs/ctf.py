@@ -1,0 +1,163 @@
+"""The CTF environment: InterCode-CTF tasks in a sandboxed shell.
+
+The working directory is ``/ctf/<task_id>``, holding the task's files (never the
+upstream ``solution/`` write-ups). ``submit <flag>`` scores 1 when the flag equals the
+gold ignoring case, as upstream; a wrong flag tells the agent so and the episode goes
+on (upstream's evaluation let the agent try again), unless ``max_submissions`` is
+reached. Without ``network=True`` the sandbox has no network, and tasks that need it
+are skipped with their reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from intercode.datasets import CtfTask, Dataset, Task
+from intercode.datasets.ctf import asset_path
+from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.ctf_python import ALIAS_DIR, alias_entries, needs_crypto_alias
+from intercode.errors import ConfigError, TaskUnavailable
+from intercode.sandbox.base import Sandbox
+from intercode.sandbox.bwrap import BwrapSandbox
+from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
+from intercode.sandbox.layout import EPOCH_NS, Layout
+from intercode.sandbox.limits import Limits
+
+WRONG_FLAG = "The flag is wrong. Try again."
+
+
+def task_tree(task: CtfTask, crypto_alias: bool = False) -> FileTree:
+    """``ctf/<id>/`` with the task's files (and the ``Crypto`` alias package if asked)."""
+    root = f"ctf/{task.task_id}"
+    entries = [Entry("ctf", DIR, 0o755, EPOCH_NS), Entry(root, DIR, 0o755, EPOCH_NS)]
+    if crypto_alias:
+        entries += alias_entries()
+    dirs = {"ctf", root}
+    for asset in task.assets:
+        parts = asset.path.split("/")
+        for i in range(1, len(parts)):
+            sub = f"{root}/{'/'.join(parts[:i])}"
+            if sub not in dirs:
+                dirs.add(sub)
+                entries.append(Entry(sub, DIR, 0o755, EPOCH_NS))
+        data = asset_path(asset).read_bytes()
+        entries.append(Entry(f"{root}/{asset.path}", FILE, 0o755 if asset.executable else 0o644,
+                             EPOCH_NS, data))
+    return FileTree.of(entries)
+
+
+class CtfEnv(IntercodeEnv):
+    """``gymnasium.make("intercode/ctf-v0", dataset="intercode-ctf")``."""
+
+    env_name = "ctf"
+
+    def __init__(self, dataset: str | Dataset = "intercode-ctf", *, limits: Limits | None = None,
+                 layout: Layout | None = None, network: bool = False,
+                 max_submissions: int | None = None, upstream_quirks: bool = False,
+                 render_mode: str | None = None) -> None:
+        super().__init__(dataset, render_mode=render_mode)
+        self.limits = limits or Limits()
+        base = layout or Layout()
+        self.crypto_alias = needs_crypto_alias(base.rootfs)
+        extra_env = base.extra_env
+        if self.crypto_alias:
+            extra_env += (("PYTHONPATH", f"/{ALIAS_DIR}"),)
+        self.layout = dataclasses.replace(base, network=network, extra_env=extra_env)
+        self.network = network
+        self.max_submissions = max_submissions
+        self.upstream_quirks = upstream_quirks
+        self._box: Sandbox | None = None
+        self._submissions = 0
+        self._solved = False
+
+    def _sandbox(self) -> Sandbox:
+        if self._box is None or not self._box.alive:
+            if self._box is not None:
+                self._box.close()
+            self._box = BwrapSandbox(self.limits, self.layout)
+            self._box.start()
+        return self._box
+
+    def warm_up(self) -> None:
+        """Start the sandbox."""
+        self._sandbox()
+
+    def unavailable(self, task: Task) -> str | None:
+        """Tasks that need the network (when it is off) or miss their files cannot run."""
+        if not isinstance(task, CtfTask):
+            return None
+        if task.needs_network and not self.network:
+            return (f"task {task.task_id} needs the network ({task.needs_network}); "
+                    "run with network=True (--network) where there is one")
+        if task.missing_assets:
+            return f"task {task.task_id} misses its files {', '.join(task.missing_assets)}"
+        return None
+
+    def load_task(self, task: Task) -> None:
+        """The task's files in ``/ctf/<id>``, a fresh shell there."""
+        if not isinstance(task, CtfTask):
+            raise ConfigError(f"task {task.index} of {task.dataset} is not a CTF task")
+        reason = self.unavailable(task)
+        if reason is not None:
+            raise TaskUnavailable(reason)
+        box = self._sandbox()
+        box.load(task_tree(task, self.crypto_alias))
+        result = box.run(f"cd /ctf/{task.task_id}")
+        if result.exit_code != 0:
+            raise ConfigError(f"cannot enter /ctf/{task.task_id}: {result.observation}")
+        self._submissions = 0
+        self._solved = False
+
+    def execute(self, action: str) -> tuple[str, dict[str, Any]]:
+        """Run a shell command."""
+        result = self._sandbox().run(action)
+        info = {"exit_code": result.exit_code, "action_executed": result.exit_code == 0,
+                "timed_out": result.timed_out, "output_truncated": result.output_truncated,
+                "shell_restarted": result.shell_restarted, "cwd": result.cwd}
+        return result.observation, info
+
+    def parse_submit(self, action: str) -> tuple[bool, str | None]:
+        """``submit <flag>``: the flag is what follows the first single space, up to the next.
+
+        This is upstream's parse (``action.split(" ")[1]``), kept so that recorded
+        episodes get the same flag checks: ``submit  flag`` (two spaces) submits an empty
+        flag, ``submit flag trailing words`` submits ``flag``.
+        """
+        if action.split(maxsplit=1)[:1] != [self.submit_keyword]:
+            return False, None
+        fields = action.split(" ")
+        return True, fields[1] if len(fields) > 1 else ""
+
+    def submit(self, argument: str | None) -> Evaluation:
+        """1 for the right flag (ignoring case), else 0 and a message."""
+        assert isinstance(self.task, CtfTask)
+        self._submissions += 1
+        flag = argument or ""
+        gold = self.task.gold
+        if self.upstream_quirks and self.task.upstream_gold is not None:
+            gold = self.task.upstream_gold  # upstream's gold, before our documented fix
+        right = flag.lower() == gold.lower()
+        self._solved = self._solved or right
+        info = {"submitted_flag": flag, "submissions": self._submissions,
+                "reward_parts": {"flag": 1.0 if right else 0.0},
+                "observation": "" if right else WRONG_FLAG}
+        return Evaluation(1.0 if right else 0.0, right, info)
+
+    def submission_ends(self, result: Evaluation) -> bool:
+        """A right flag ends the episode; a wrong one only at ``max_submissions``."""
+        if result.success:
+            return True
+        return self.max_submissions is not None and self._submissions >= self.max_submissions
+
+    def evaluate(self) -> Evaluation:
+        """1 once the right flag was submitted in this episode, else 0."""
+        return Evaluation(1.0 if self._solved else 0.0, self._solved,
+                          {"submissions": self._submissions})
+
+    def close(self) -> None:
+        """Stop the sandbox."""
+        if self._box is not None:
+            self._box.close()
+            self._box = None
+        super().close()
