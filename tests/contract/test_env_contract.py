@@ -10,9 +10,10 @@ import intercode
 from intercode.envs.registration import ENVIRONMENTS, env_id
 from intercode.errors import ConfigError, EnvStateError
 
-SMALL = {"bash": "bash-demo", "sql": "spider-dev", "python": "mbpp-prompt"}
+SMALL = {"bash": "bash-demo", "sql": "spider-dev", "python": "mbpp-prompt", "ctf": "intercode-ctf"}
 # an action that succeeds and prints "rendered", per environment
-ECHO = {"bash": "echo rendered", "sql": "SELECT 'rendered'", "python": "print('rendered')"}
+ECHO = {"bash": "echo rendered", "sql": "SELECT 'rendered'", "python": "print('rendered')",
+        "ctf": "echo rendered"}
 
 
 @pytest.fixture(params=sorted(ENVIRONMENTS), scope="module")
@@ -87,7 +88,15 @@ def test_skip_ends_with_zero(env):
 
 def test_submit_ends_with_the_reward_and_evaluate_does_not_end(env):
     env.reset(options={"task": 0})
-    env.step(env.unwrapped.task.gold)
+    gold = env.unwrapped.task.gold
+    if env.unwrapped.env_name == "ctf":
+        # the state is not what is scored but the submitted flag
+        assert env.unwrapped.evaluate().reward == 0.0
+        _, reward, terminated, truncated, info = env.step(f"submit {gold}")
+        assert terminated and not truncated and reward == 1.0 and info["success"]
+        assert "reward_parts" in info
+        return
+    env.step(gold)
     preview = env.unwrapped.evaluate()
     assert not env.unwrapped.done
     _, reward, terminated, truncated, info = env.step("submit")
@@ -120,7 +129,7 @@ def test_render_ansi():
     for name in ENVIRONMENTS:
         e = gym.make(env_id(name), dataset=SMALL[name], render_mode="ansi")
         try:
-            e.reset(options={"task": 1})
+            e.reset(options={"task": e.unwrapped.available_tasks()[1]})
             e.step(ECHO[name])
             text = e.render()
             assert f"$ {ECHO[name]}" in text and text.count("rendered") == 2
@@ -133,5 +142,6 @@ def test_public_api_is_pinned():
         "BashEnv", "BashTask", "ConfigError", "Dataset", "DatasetError", "EnvStateError",
         "IntercodeEnv", "IntercodeError", "Limits", "RewardError", "SandboxError",
         "SandboxUnavailableError", "SqlEnv", "SqlLimits", "SqlTask", "Task", "__version__",
-        "dataset_names", "load_dataset", "make", "PythonEnv", "PythonTask",
+        "dataset_names", "load_dataset", "make", "PythonEnv", "PythonTask", "CtfEnv", "CtfTask",
+        "TaskUnavailable",
     ])

@@ -40,7 +40,8 @@ def test_sql_gold_validation_on_a_server(mysql_url):
 def test_python_gold_validation():
     report = validate("python", "mbpp", workers=2, progress=False)
     assert report["errors"] == [] and report["unexpected"] == []
-    assert report["tasks"] == 974 and report["scored_one"] == 972
+    # 2 broken golds; task 122 takes the whole per-test time limit (known, time dependent)
+    assert report["tasks"] == 974 and report["scored_one"] in (971, 972)
 
 
 def test_known_issue_list_is_well_formed():
@@ -61,3 +62,12 @@ def test_combined_dataset_inherits_known_issues():
     combined = known_issues("nl2bash")
     fs2 = known_issues("nl2bash-fs2")
     assert combined[60 + 4].reason == fs2[4].reason
+
+
+@pytest.mark.slow
+def test_ctf_gold_validation():
+    report = validate("ctf", "intercode-ctf", workers=2, progress=False)
+    assert report["errors"] == [] and report["unexpected"] == []
+    assert report["tasks"] == 100 and len(report["skipped"]) == 24
+    assert report["scored_one"] == 76
+    assert [e["task"] for e in report["ok_known"]] == [15]

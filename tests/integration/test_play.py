@@ -56,3 +56,14 @@ def test_a_sql_session():
     assert "database poker_player" in text and "sql>" in text
     assert "[('people',), ('poker_player',)]" in text
     assert "kendall tau n/a" in text and "reward:" in text
+
+
+def test_a_ctf_session_survives_a_wrong_flag_and_an_unavailable_task():
+    term, out = scripted(["submit picoCTF{guess}", "cat flag", "submit PICOCTF{S4N1TY_V3R1F13D_2FD6ED29}",
+                          "n"])
+    assert play("ctf", "intercode-ctf", 4, Limits(), term) == 0
+    text = out.getvalue()
+    assert "The flag is wrong" in text and "reward: 1.00" in text
+    term, out = scripted(["n"])
+    assert play("ctf", "intercode-ctf", 9, Limits(), term) == 0
+    assert "task unavailable: task 9 needs the network" in out.getvalue()

@@ -107,3 +107,26 @@ def test_upstream_gpt35_python_fidelity(tmp_path, mirror, quirks, least):
         records[rec["task"]] = rec
     same = sum(abs(records[t]["reward"] - r.max_reward) <= 0.011 for t, r in recorded.items())
     assert same / 117 >= least
+
+
+def test_hand_made_ctf_episodes_get_upstreams_flag_checks(tmp_path):
+    path = DATA / "recorded_ctf.json"
+    cfg = RunConfig(env="ctf", dataset="intercode-ctf", agent="replay", output=tmp_path / "run",
+                    trajectories=str(path), workers=2, tasks=(4, 5, 18, 23))
+    summary = execute(cfg, progress=False)
+    assert summary["errors"] == 0 and summary["ok"] == 4
+    records = {}
+    for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        records[rec["task"]] = rec
+    recorded = json.loads(path.read_text())
+    for task, episode in recorded.items():
+        history = episode["turn_history"]
+        turns = records[int(task)]["turns"]
+        assert [t["reward"] for t in turns] == [float(r) for r in history["rewards"]], task
+        assert records[int(task)]["reward"] == float(episode["summary"]["max_reward"])
+        for turn, action, seen in zip(turns, history["actions"], history["observations"],
+                                      strict=True):
+            assert turn["action"] == action
+            if not action.startswith("submit") and turn["valid"]:
+                assert turn["observation"] == seen, (task, action)

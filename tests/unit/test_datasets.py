@@ -47,11 +47,11 @@ def _raw(key: str) -> list[dict]:
 
 def test_dataset_names() -> None:
     python = ["mbpp", "mbpp-prompt", "mbpp-test", "mbpp-train", "mbpp-validation"]
-    assert dataset_names() == sorted([*ALL_NAMES, "spider-dev", *python])
+    assert dataset_names() == sorted([*ALL_NAMES, "spider-dev", "intercode-ctf", *python])
     assert dataset_names("bash") == ALL_NAMES
     assert dataset_names("sql") == ["spider-dev"]
     assert dataset_names("python") == python
-    assert dataset_names("ctf") == []
+    assert dataset_names("ctf") == ["intercode-ctf"]
 
 
 def test_unknown_dataset_lists_known_names() -> None:
