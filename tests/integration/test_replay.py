@@ -13,8 +13,8 @@ from intercode.runner.run import RunConfig, execute
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
-def run_replay(tmp_path, dataset, trajectories, **kw):
-    cfg = RunConfig(env="bash", dataset=dataset, agent="replay", output=tmp_path / "run",
+def run_replay(tmp_path, dataset, trajectories, env="bash", **kw):
+    cfg = RunConfig(env=env, dataset=dataset, agent="replay", output=tmp_path / "run",
                     trajectories=str(trajectories), workers=2, **kw)
     summary = execute(cfg, progress=False)
     records = {}
@@ -78,14 +78,9 @@ def test_upstream_gpt35_sql_fidelity(tmp_path, mirror, request, backend):
     url = request.getfixturevalue("mysql_url") if backend == "mysql" else None
     path = mirror / "results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json"
     recorded = load_trajectories(path)
-    cfg = RunConfig(env="sql", dataset="spider-dev", agent="replay", output=tmp_path / "run",
-                    trajectories=str(path), workers=2, sql_backend=backend, mysql_url=url)
-    summary = execute(cfg, progress=False)
+    summary, records = run_replay(tmp_path, "spider-dev", path, env="sql", sql_backend=backend,
+                                  mysql_url=url)
     assert summary["errors"] == 0 and summary["ok"] == 1034
-    records = {}
-    for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        records[rec["task"]] = rec
     same = sum(abs(records[t]["reward"] - r.max_reward) <= 0.011 for t, r in recorded.items())
     assert same / 1034 >= (0.95 if backend == "sqlite" else 0.97)
 
@@ -96,29 +91,17 @@ def test_upstream_gpt35_python_fidelity(tmp_path, mirror, quirks, least):
     gold leaks into the agent's interpreter after each scoring, as it did upstream."""
     path = mirror / "results/python/gpt-3.5/ic_python_multiturn_gpt-3.5_7_turns.json"
     recorded = load_trajectories(path)
-    cfg = RunConfig(env="python", dataset="mbpp", agent="replay", output=tmp_path / "run",
-                    trajectories=str(path), workers=2, tasks=tuple(sorted(recorded)),
-                    upstream_quirks=quirks)
-    summary = execute(cfg, progress=False)
+    summary, records = run_replay(tmp_path, "mbpp", path, env="python",
+                                  tasks=tuple(sorted(recorded)), upstream_quirks=quirks)
     assert summary["errors"] == 0 and summary["ok"] == len(recorded) == 117
-    records = {}
-    for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        records[rec["task"]] = rec
     same = sum(abs(records[t]["reward"] - r.max_reward) <= 0.011 for t, r in recorded.items())
     assert same / 117 >= least
 
 
 def test_hand_made_ctf_episodes_get_upstreams_flag_checks(tmp_path):
     path = DATA / "recorded_ctf.json"
-    cfg = RunConfig(env="ctf", dataset="intercode-ctf", agent="replay", output=tmp_path / "run",
-                    trajectories=str(path), workers=2, tasks=(4, 5, 18, 23))
-    summary = execute(cfg, progress=False)
+    summary, records = run_replay(tmp_path, "intercode-ctf", path, env="ctf", tasks=(4, 5, 18, 23))
     assert summary["errors"] == 0 and summary["ok"] == 4
-    records = {}
-    for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        records[rec["task"]] = rec
     recorded = json.loads(path.read_text())
     for task, episode in recorded.items():
         history = episode["turn_history"]
