@@ -11,11 +11,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from intercode.agents.llm import StrategyOptions
 from intercode.errors import ConfigError, IntercodeError
+from intercode.llm.client import ModelConfig
 from intercode.sandbox.limits import Limits
 
 DEFAULT_DATASETS = {"bash": "nl2bash", "sql": "spider-dev", "python": "mbpp",
                     "ctf": "intercode-ctf"}
+AGENT_CHOICES = ("gold", "replay", "human", "single-turn", "try-again", "react", "plan-solve")
+# turn limits when --turns is not given (upstream's scripts: 10 turns)
+DEFAULT_TURNS = {"single-turn": 1, "try-again": 10, "react": 10}
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -40,6 +45,43 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="CTF: give the sandbox the network (tasks that need it run)")
 
 
+def _add_model(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model (LLM agents)")
+    g.add_argument("--model", default=None, help="model name, e.g. gpt-4o-mini")
+    g.add_argument("--base-url", default=None,
+                   help="an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
+                        "(default: $OPENAI_BASE_URL or OpenAI)")
+    g.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the key (OPENAI_API_KEY)")
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--max-tokens", type=int, default=512)
+    g.add_argument("--top-p", type=float, default=None)
+    g.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per call (60)")
+    g.add_argument("--llm-retries", type=int, default=6,
+                   help="retries of a failed call, with exponential backoff (6)")
+    g.add_argument("--observation-chars", type=int, default=None,
+                   help="cut observations shown to the model (upstream: 1000; ReAct 350)")
+    g.add_argument("--observation-rows", type=int, default=None,
+                   help="cut SQL results shown to the model (upstream: 50; ReAct 25)")
+    g.add_argument("--dialogue-limit", type=int, default=None,
+                   help="Try Again: messages kept after the query (upstream: bash 7, sql 5)")
+    g.add_argument("--refine-turns", type=int, default=3, help="Plan & Solve repairs (3)")
+
+
+def _model(args: argparse.Namespace) -> ModelConfig | None:
+    if args.model is None:
+        return None
+    return ModelConfig(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
+                       temperature=args.temperature, max_tokens=args.max_tokens,
+                       top_p=args.top_p, timeout=args.llm_timeout, retries=args.llm_retries)
+
+
+def _strategy(args: argparse.Namespace) -> StrategyOptions:
+    return StrategyOptions(observation_chars=args.observation_chars,
+                           observation_rows=args.observation_rows,
+                           dialogue_limit=args.dialogue_limit, refine_turns=args.refine_turns)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="intercode", description=__doc__)
@@ -48,8 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="evaluate an agent on a dataset")
     _add_common(ev)
-    ev.add_argument("--agent", default="gold", choices=["gold", "replay"])
+    ev.add_argument("--agent", default="gold", choices=list(AGENT_CHOICES),
+                    help="gold, replay, human, or an LLM strategy: single-turn, try-again "
+                         "(default 10 turns), react (10), plan-solve (plan + 3 repairs)")
     ev.add_argument("--trajectories", help="recorded episodes for --agent replay")
+    _add_model(ev)
     ev.add_argument("--tasks", help="task indices, e.g. 0-99,120 (default: all)")
     ev.add_argument("--workers", type=int, default=2, help="episodes at once (2)")
     ev.add_argument("--turns", type=int, default=None, help="turn limit per episode")
@@ -111,8 +156,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     tasks = None
     if args.tasks:
         tasks = parse_task_ranges(args.tasks, len(load_dataset(dataset)))
+    turns = args.turns if args.turns is not None else DEFAULT_TURNS.get(args.agent)
     cfg = RunConfig(env=args.env, dataset=dataset, agent=args.agent, output=Path(args.output),
-                    workers=args.workers, tasks=tasks, max_turns=args.turns,
+                    workers=args.workers, tasks=tasks, max_turns=turns,
+                    model=_model(args), strategy=_strategy(args),
                     trajectories=args.trajectories, limits=_limits(args),
                     upstream_quirks=args.upstream_quirks, resume=args.resume,
                     sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network)

@@ -41,3 +41,15 @@ class TaskUnavailable(IntercodeError):
 
     The runner records such an episode as ``status: "skipped"`` with the reason.
     """
+
+
+class ModelError(IntercodeError, RuntimeError):
+    """A model call failed after its retries (server errors, time-outs, malformed answers).
+
+    The episode is recorded as ``status: "error"``; ``--resume`` runs it again.
+    """
+
+
+class FatalRunError(IntercodeError, RuntimeError):
+    """The run cannot go on at all (bad credentials, unknown model): it stops at once,
+    records nothing for the episodes in flight, and can be resumed once fixed."""

@@ -165,7 +165,7 @@ class KillsItsSandbox(Policy):
     def reset(self, task) -> None:
         self.acted = False
 
-    def act(self, observation: str) -> Action | None:
+    def act(self, observation: str, reward: float | None = None) -> Action | None:
         if self.acted:
             return None
         self.acted = True

@@ -20,7 +20,7 @@ class GoldPolicy(Policy):
 
         self._pending = f"submit {task.gold}" if isinstance(task, CtfTask) else task.gold
 
-    def act(self, observation: str) -> Action | None:
+    def act(self, observation: str, reward: float | None = None) -> Action | None:
         """The gold, then nothing."""
         action, self._pending = self._pending, None
         return None if action is None else Action(action)

@@ -117,6 +117,6 @@ class ReplayPolicy(Policy):
             raise DatasetError(f"no recorded episode for task {task.index}")
         self._queue = list(recorded.actions)
 
-    def act(self, observation: str) -> Action | None:
+    def act(self, observation: str, reward: float | None = None) -> Action | None:
         """The next recorded action."""
         return self._queue.pop(0) if self._queue else None

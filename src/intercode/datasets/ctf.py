@@ -53,6 +53,11 @@ class CtfTask(Task):
     upstream_gold: str | None = None
 
     @property
+    def category(self) -> str | None:
+        """The picoCTF category (the first tag: Cryptography, Forensics, ...)."""
+        return self.tags[0] if self.tags else None
+
+    @property
     def missing_assets(self) -> list[str]:
         """Files the task needs that no mirror or download has."""
         return [a.path for a in self.assets if a.file is None]

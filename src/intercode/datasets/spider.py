@@ -20,6 +20,11 @@ class SqlTask(Task):
     db: str = ""
     hardness: str = ""
 
+    @property
+    def category(self) -> str | None:
+        """Spider's hardness (easy, medium, hard, extra)."""
+        return self.hardness or None
+
 
 def load(name: str) -> Dataset:
     """``spider-dev``: every task of ``ic_spider_dev.json``, in its order."""

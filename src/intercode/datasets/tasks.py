@@ -21,12 +21,22 @@ class Task:
     source: str
     source_index: int
 
+    @property
+    def category(self) -> str | None:
+        """The group a summary breaks results down by (SQL hardness, CTF category, ...)."""
+        return None
+
 
 @dataclass(frozen=True)
 class BashTask(Task):
     """A Bash task runs on a prepared file system (``fs`` names it)."""
 
     fs: str = ""
+
+    @property
+    def category(self) -> str | None:
+        """The file system."""
+        return self.fs or None
 
 
 @dataclass(frozen=True)

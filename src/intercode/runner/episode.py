@@ -9,7 +9,7 @@ from typing import Any
 
 from intercode.agents.base import Policy
 from intercode.envs.base import Evaluation, IntercodeEnv
-from intercode.errors import IntercodeError, TaskUnavailable
+from intercode.errors import FatalRunError, IntercodeError, TaskUnavailable
 from intercode.runner.records import EpisodeRecord, Turn
 
 RETRY_MESSAGE = "No action was found in the reply. Please try again."
@@ -17,32 +17,55 @@ RETRY_MESSAGE = "No action was found in the reply. Please try again."
 
 def run_episode(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None = None,
                 worker: int = 0, known_issue: str | None = None) -> EpisodeRecord:
-    """Play task ``index``; infrastructure failures give a record with status error."""
+    """Play task ``index``; infrastructure failures give a record with status error.
+
+    A :class:`FatalRunError` (bad model credentials, ...) is not recorded: it stops the run.
+    """
     started = time.perf_counter()
     stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     task = env.dataset[index]
     base: dict[str, Any] = dict(
         env=env.env_name, dataset=env.dataset.name, task=index, source=task.source,
         source_index=task.source_index, query=task.query, agent=policy.name, started_at=stamp,
-        worker=worker, known_issue=known_issue)
+        worker=worker, known_issue=known_issue, category=task.category)
     turns: list[Turn] = []
+
+    def finish(**fields: Any) -> EpisodeRecord:
+        try:
+            extra = policy.episode_extra()
+        except Exception:  # the record matters more than the policy's extras
+            extra = {}
+        return EpisodeRecord(**base, **fields, turns=tuple(turns), llm=llm_totals(turns, extra),
+                             extra=extra, duration_s=time.perf_counter() - started)
+
     try:
         reward, success, info, best_turn = _play(env, index, policy, max_turns, turns)
+    except FatalRunError:
+        raise
     except TaskUnavailable as exc:
-        return EpisodeRecord(**base, status="skipped", reward=None, success=None, turns=(),
-                             error=str(exc), duration_s=time.perf_counter() - started)
+        turns.clear()
+        return finish(status="skipped", reward=None, success=None, error=str(exc))
     except IntercodeError as exc:
-        return EpisodeRecord(**base, status="error", reward=None, success=None,
-                             turns=tuple(turns), error=f"{type(exc).__name__}: {exc}",
-                             duration_s=time.perf_counter() - started)
+        return finish(status="error", reward=None, success=None,
+                      error=f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # a bug must not lose the run: record it
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return EpisodeRecord(**base, status="error", reward=None, success=None,
-                             turns=tuple(turns), error=f"unexpected {detail}",
-                             duration_s=time.perf_counter() - started)
-    return EpisodeRecord(**base, status="ok", reward=reward, success=success,
-                         turns=tuple(turns), reward_info=info, best_turn=best_turn,
-                         duration_s=time.perf_counter() - started)
+        return finish(status="error", reward=None, success=None, error=f"unexpected {detail}")
+    return finish(status="ok", reward=reward, success=success, reward_info=info,
+                  best_turn=best_turn)
+
+
+def llm_totals(turns: list[Turn], extra: dict[str, Any]) -> dict[str, Any] | None:
+    """Model calls, tokens and latency of an episode (None when no model was called)."""
+    parts = [t.llm for t in turns if t.llm] + list(extra.get("llm_unattached") or [])
+    if not parts:
+        return None
+    total: dict[str, Any] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                             "latency_s": 0.0}
+    for part in parts:
+        for key in total:
+            total[key] += part.get(key) or 0
+    return total
 
 
 def _play(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None,
@@ -52,22 +75,37 @@ def _play(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None,
     policy.reset(env.task)
     best: Evaluation | None = None
     best_turn: int | None = None
+    feedback: float | None = None
     while max_turns is None or len(turns) < max_turns:
-        action = policy.act(observation)
+        action = policy.act(observation, feedback)
         if action is None:
             break
-        if action.submit:
-            observation, reward, _, _, info = env.step(env.submit_keyword)
-            turns.append(Turn(action.text, observation, float(reward), submit=True))
-            return float(reward), bool(info.get("success")), info, len(turns) - 1
         if not action.valid:
-            observation = RETRY_MESSAGE
-            turns.append(Turn(action.text, observation, 0.0, valid=False))
+            observation = action.note or RETRY_MESSAGE
+            turns.append(Turn(action.text, observation, 0.0, valid=False, llm=action.meta))
+            feedback = 0.0 if policy.score_each_turn else None
+            continue
+        if action.text.strip() == env.skip_keyword:
+            turns.append(Turn(action.text, "", 0.0, llm=action.meta))
+            break
+        clock = time.perf_counter()
+        if action.submit:
+            text = action.text.strip() or env.submit_keyword
+            observation, reward, terminated, _, info = env.step(text)
+            turns.append(Turn(text, observation, float(reward), submit=True, llm=action.meta,
+                              env_s=round(time.perf_counter() - clock, 6)))
+            if terminated or env.done:
+                if policy.score_each_turn and best is not None and best.reward > float(reward):
+                    return best.reward, best.success, best.info, best_turn
+                return float(reward), bool(info.get("success")), info, len(turns) - 1
+            feedback = float(reward)  # a wrong CTF flag: the episode goes on
             continue
         observation, _, terminated, truncated, info = env.step(action.text)
         score = env.evaluate() if policy.score_each_turn else None
         turns.append(Turn(action.text, observation, None if score is None else score.reward,
-                          exit_code=info.get("exit_code"), timed_out=bool(info.get("timed_out"))))
+                          exit_code=info.get("exit_code"), timed_out=bool(info.get("timed_out")),
+                          llm=action.meta, env_s=round(time.perf_counter() - clock, 6)))
+        feedback = None if score is None else score.reward
         if score is not None and (best is None or score.reward > best.reward):
             best, best_turn = score, len(turns) - 1
         if score is not None and score.success and policy.stop_at_success:
@@ -75,7 +113,7 @@ def _play(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None,
         if terminated or truncated:
             break
     if best is None:
-        if turns:  # only replies without an action: scored 0 each, as upstream
-            return 0.0, False, {}, None
+        if turns and all(not t.valid for t in turns):
+            return 0.0, False, {}, None  # only replies without an action: 0, as upstream
         best = env.evaluate()
     return best.reward, best.success, best.info, best_turn

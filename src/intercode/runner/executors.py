@@ -9,8 +9,9 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from intercode.errors import IntercodeError
-from intercode.runner.worker import WorkerSpec, worker_main
+from intercode.errors import FatalRunError, IntercodeError
+from intercode.runner.episode import run_episode
+from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_main
 
 OnRecord = Callable[[dict[str, Any]], None]
 
@@ -118,6 +119,29 @@ class LocalExecutor:
                 w.proc.join()
             w.conn.close()
         self._pool = []
+
+
+class InlineExecutor:
+    """Episodes one after another in this process (the human agent needs the terminal)."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+
+    def run(self, tasks: Sequence[int], on_record: OnRecord) -> None:
+        """Run every task in order."""
+        if not tasks:
+            return
+        policy = make_policy(self.spec)
+        env = make_env(self.spec)
+        try:
+            for index in tasks:
+                record = run_episode(env, index, policy, self.spec.max_turns, 0,
+                                     self.spec.known_issues.get(index))
+                on_record(record.to_json())
+        except FatalRunError as exc:
+            raise RunAborted(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            env.close()
 
 
 def _died(spec: WorkerSpec, task: int, wid: int, code: int | None) -> dict[str, Any]:

@@ -23,6 +23,8 @@ class Turn:
     submit: bool = False
     exit_code: int | None = None
     timed_out: bool = False
+    llm: dict[str, Any] | None = None
+    env_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class EpisodeRecord:
     started_at: str = ""
     worker: int = 0
     known_issue: str | None = None
+    category: str | None = None
+    llm: dict[str, Any] | None = None
     schema: int = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import intercode
+from intercode.agents.llm import POLICIES, StrategyOptions
 from intercode.datasets import load_dataset
 from intercode.datasets.known_issues import known_issues
 from intercode.errors import ConfigError
-from intercode.runner.executors import LocalExecutor
+from intercode.llm.client import ChatClient, ModelConfig
+from intercode.runner.executors import InlineExecutor, LocalExecutor
 from intercode.runner.logs import ResultsLog, check_resumable, latest_by_task, save_json
 from intercode.runner.progress import Progress
 from intercode.runner.summary import summarize
@@ -23,7 +25,7 @@ from intercode.sandbox.limits import Limits
 
 log = logging.getLogger(__name__)
 RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
-               "sql_backend", "network")
+               "sql_backend", "network", "model", "strategy")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class RunConfig:
     sql_backend: str = "sqlite"
     mysql_url: str | None = None
     network: bool = False
+    model: ModelConfig | None = None
+    strategy: StrategyOptions = field(default_factory=StrategyOptions)
 
 
 def parse_task_ranges(text: str, count: int) -> tuple[int, ...]:
@@ -86,6 +90,10 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     for t in tasks:
         if not 0 <= t < len(dataset):
             raise ConfigError(f"task {t} is outside 0-{len(dataset) - 1}")
+    if cfg.agent in POLICIES:
+        if cfg.model is None:
+            raise ConfigError(f"--agent {cfg.agent} needs a model (--model)")
+        ChatClient(cfg.model)  # no key, no endpoint: fail now, not in every worker
     out = cfg.output
     results = ResultsLog(out / "results.jsonl")
     config = _config_record(cfg, dataset.revision, tasks)
@@ -105,7 +113,8 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     spec = WorkerSpec(env=cfg.env, dataset=cfg.dataset, agent=cfg.agent, limits=cfg.limits,
                       trajectories=cfg.trajectories, max_turns=cfg.max_turns,
                       upstream_quirks=cfg.upstream_quirks, sql_backend=cfg.sql_backend,
-                      mysql_url=cfg.mysql_url, network=cfg.network,
+                      mysql_url=cfg.mysql_url, network=cfg.network, model=cfg.model,
+                      strategy=cfg.strategy,
                       known_issues={t: known[t].reason for t in tasks if t in known})
     bar = Progress(len(todo), enabled=progress and bool(todo))
 
@@ -115,7 +124,10 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
         bar.update(record)
 
     try:
-        LocalExecutor(spec, cfg.workers).run(todo, on_record)
+        if cfg.agent == "human":  # a person at this terminal: one episode at a time, here
+            InlineExecutor(spec).run(todo, on_record)
+        else:
+            LocalExecutor(spec, cfg.workers).run(todo, on_record)
     finally:
         results.close()
         bar.finish()
@@ -136,6 +148,8 @@ def _config_record(cfg: RunConfig, revision: str, tasks: tuple[int, ...]) -> dic
     data["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     data.pop("resume")
     data["mysql_url"] = redact_url(cfg.mysql_url)
+    if cfg.model is not None:
+        data["model"] = {**asdict(cfg.model), "base_url": redact_url(cfg.model.base_url)}
     return data
 
 

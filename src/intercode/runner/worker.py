@@ -9,9 +9,11 @@ from typing import Any
 
 from intercode.agents import GoldPolicy, ReplayPolicy, load_trajectories
 from intercode.agents.base import Policy
+from intercode.agents.llm import POLICIES, StrategyOptions
 from intercode.envs.base import IntercodeEnv
 from intercode.envs.factory import create_env
 from intercode.errors import ConfigError, IntercodeError, SandboxError
+from intercode.llm.client import ChatClient, ModelConfig
 from intercode.runner.episode import run_episode
 from intercode.sandbox.limits import Limits
 
@@ -31,6 +33,11 @@ class WorkerSpec:
     sql_backend: str = "sqlite"
     mysql_url: str | None = None
     network: bool = False
+    model: ModelConfig | None = None
+    strategy: StrategyOptions = field(default_factory=StrategyOptions)
+
+
+AGENTS = ("gold", "replay", "human", *POLICIES)
 
 
 def make_env(spec: WorkerSpec) -> IntercodeEnv:
@@ -47,7 +54,15 @@ def make_policy(spec: WorkerSpec) -> Policy:
         if not spec.trajectories:
             raise ConfigError("--agent replay needs --trajectories FILE")
         return ReplayPolicy(load_trajectories(spec.trajectories))
-    raise ConfigError(f"unknown agent {spec.agent!r} (known: gold, replay)")
+    if spec.agent in POLICIES:
+        if spec.model is None:
+            raise ConfigError(f"--agent {spec.agent} needs a model (--model)")
+        return POLICIES[spec.agent](spec.env, ChatClient(spec.model), spec.strategy)
+    if spec.agent == "human":
+        from intercode.agents.human import HumanPolicy
+
+        return HumanPolicy(spec.env)
+    raise ConfigError(f"unknown agent {spec.agent!r} (known: {', '.join(AGENTS)})")
 
 
 def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int) -> None:

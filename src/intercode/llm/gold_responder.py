@@ -1,0 +1,93 @@
+"""A scripted "model" that answers every strategy's prompts with the task's gold solution.
+
+For showing the mechanics of a whole run against :class:`ScriptedChatServer` (tests,
+benchmarks): it finds the task by the query quoted in the conversation, recognises the
+strategy by its system message, and answers in that strategy's format. To exercise
+retries and invalid replies, every ``detour``-th task first gets an answer without
+code (Try Again, Plan & Solve) or a Thought without an Action (ReAct).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from intercode.datasets import CtfTask, Dataset, PythonTask, Task
+from intercode.llm.scripted_server import Reply
+
+QUERY_PATTERNS = (re.compile(r'^Query: "(.*)"\n', re.DOTALL), re.compile(r"^Question: (.*)$",
+                  re.DOTALL), re.compile(r"^Task: (.*)$", re.DOTALL))
+FUNCTION = re.compile(r"def\s+(\w+)\s*\(")
+
+
+class GoldResponder:
+    """Answers with the gold of the task the conversation is about."""
+
+    def __init__(self, dataset: Dataset, detour: int = 3) -> None:
+        self.dataset = dataset
+        self.detour = detour
+        self.by_query: dict[str, Task] = {}
+        for task in dataset:
+            self.by_query.setdefault(task.query.strip(), task)
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        messages = request.get("messages") or []
+        task = self._task(messages)
+        if task is None:
+            return Reply("I cannot tell which task this is.")
+        system = " ".join(m["content"] for m in messages if m.get("role") == "system")
+        answers = sum(1 for m in messages if m.get("role") == "assistant")
+        detour = self.detour > 0 and task.index % self.detour == 0
+        if "interleaved Thought" in system:
+            return Reply(self._react(task, answers, detour))
+        if "carried out the whole plan" in system:
+            return Reply(self._fenced(self._code(task)))
+        if "carry out your plan" in system:
+            if detour and answers == 0:
+                return Reply("Let me think about the first step.")
+            return Reply(self._fenced(self._code(task)))
+        if "write a plan" in system:
+            return Reply("Plan:\n1. Run the command that answers the question.\n")
+        if detour and answers == 0:
+            return Reply("I would start by looking at the data.")
+        if isinstance(task, CtfTask):
+            return Reply("ls" if answers < 1 else f"submit {task.gold}")
+        return Reply(self._fenced(self._code(task)))
+
+    def _task(self, messages: list[dict[str, Any]]) -> Task | None:
+        for message in messages:
+            if message.get("role") != "user":
+                continue
+            for pattern in QUERY_PATTERNS:
+                match = pattern.match(str(message.get("content", "")))
+                if match:
+                    task = self.by_query.get(match.group(1).strip())
+                    if task is not None:
+                        return task
+        return None
+
+    def _code(self, task: Task) -> str:
+        if isinstance(task, CtfTask):
+            return f"submit {task.gold}"
+        return task.gold
+
+    def _fenced(self, code: str) -> str:
+        if code.startswith("submit "):
+            return code
+        tag = {"sql": "sql", "python": "python"}.get(self.dataset.env, "bash")
+        return f"```{tag}\n{code}\n```"
+
+    def _react(self, task: Task, answers: int, detour: bool) -> str:
+        turn = answers + 1
+        if detour and answers == 0:
+            return f"Thought {turn}: I need to think about this question first."
+        done = answers >= (2 if detour else 1)
+        if isinstance(task, CtfTask):
+            return f"Thought {turn}: I know the flag.\nAction {turn}: submit[{task.gold}]"
+        if done:
+            if isinstance(task, PythonTask):
+                name = FUNCTION.search(task.gold)
+                return (f"Thought {turn}: The function is defined.\n"
+                        f"Action {turn}: submit[{name.group(1) if name else ''}]")
+            return f"Thought {turn}: That answers the question.\nAction {turn}: submit"
+        return f"Thought {turn}: I run the solution.\nAction {turn}: execute[{task.gold}]"
