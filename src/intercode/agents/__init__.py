@@ -1,4 +1,4 @@
-"""Policies that choose actions: gold, replay, human (LLM policies come later)."""
+"""Policies that choose actions: gold, replay, human, and the LLM strategies (agents.llm)."""
 
 from intercode.agents.base import Policy
 from intercode.agents.gold import GoldPolicy

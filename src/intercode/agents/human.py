@@ -32,6 +32,11 @@ class HumanPolicy(Policy):
 
     def __init__(self, env: str, term: Terminal | None = None) -> None:
         self.env = env
+        if term is None:
+            try:
+                import readline  # noqa: F401  (history and line editing for input())
+            except ImportError:
+                pass
         self.term = term or Terminal()
         self.task: Task | None = None
         self.turn = 0

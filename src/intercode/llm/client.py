@@ -56,6 +56,11 @@ class ModelConfig:
                 "temperature": self.temperature, "max_tokens": self.max_tokens,
                 "top_p": self.top_p, "timeout": self.timeout, "retries": self.retries}
 
+    def identity(self) -> dict[str, Any]:
+        """What decides the answers (a resumed run must keep it; the endpoint may move)."""
+        return {"model": self.model, "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "top_p": self.top_p}
+
     def endpoint(self) -> str:
         """The base URL calls go to."""
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"

@@ -25,7 +25,7 @@ from intercode.sandbox.limits import Limits
 
 log = logging.getLogger(__name__)
 RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
-               "sql_backend", "network", "model", "strategy")
+               "sql_backend", "network", "model_identity", "strategy")
 
 
 @dataclass(frozen=True)
@@ -148,8 +148,10 @@ def _config_record(cfg: RunConfig, revision: str, tasks: tuple[int, ...]) -> dic
     data["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     data.pop("resume")
     data["mysql_url"] = redact_url(cfg.mysql_url)
+    data["model_identity"] = None
     if cfg.model is not None:
         data["model"] = {**asdict(cfg.model), "base_url": redact_url(cfg.model.base_url)}
+        data["model_identity"] = cfg.model.identity()
     return data
 
 
