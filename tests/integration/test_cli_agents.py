@@ -26,8 +26,16 @@ def slow_gold(delay: float):
     return respond
 
 
-def cli(*args, **kw):
+def cli(*args):
     return [sys.executable, "-m", "intercode", *args]
+
+
+def start_run(server, output, wait_for):
+    """A run in the background, once it has written ``wait_for`` records."""
+    proc = subprocess.Popen(cli(*eval_args(server, output)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    wait_for_records(output, wait_for, proc)
+    return proc
 
 
 def eval_args(server, output, *more):
@@ -55,9 +63,7 @@ def wait_for_records(output, count, proc, limit=60.0):
 def test_kill_9_loses_only_the_episodes_in_flight_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
     with ScriptedChatServer(slow_gold(0.4)) as server:
-        proc = subprocess.Popen(cli(*eval_args(server, out)), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        wait_for_records(out, 2, proc)
+        proc = start_run(server, out, 2)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         before = records(out)  # every line written is whole
@@ -92,9 +98,7 @@ def test_a_torn_last_line_is_repaired_on_resume(tmp_path):
 def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
     with ScriptedChatServer(slow_gold(0.4)) as server:
-        proc = subprocess.Popen(cli(*eval_args(server, out)), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        wait_for_records(out, 1, proc)
+        proc = start_run(server, out, 1)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
