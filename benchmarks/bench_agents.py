@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
-import time
 from pathlib import Path
+
+from common import timed_run
 
 DATASETS = {"bash": "nl2bash", "sql": "spider-dev", "python": "mbpp", "ctf": "intercode-ctf"}
 TURNS = {"single-turn": 1, "try-again": 10, "react": 10, "plan-solve": None}
@@ -29,20 +29,13 @@ def one_run(env: str, agent: str, workers: int, limit: int | None) -> dict[str, 
     from intercode.llm.client import ModelConfig
     from intercode.llm.gold_responder import GoldResponder
     from intercode.llm.scripted_server import ScriptedChatServer
-    from intercode.runner.run import RunConfig, execute
 
     dataset = load_dataset(DATASETS[env])
     tasks = tuple(range(len(dataset) if limit is None else min(limit, len(dataset))))
-    with ScriptedChatServer(GoldResponder(dataset)) as server, \
-            tempfile.TemporaryDirectory() as tmp:
-        cfg = RunConfig(env=env, dataset=dataset.name, agent=agent, output=Path(tmp) / "run",
-                        workers=workers, tasks=tasks, max_turns=TURNS[agent],
-                        model=ModelConfig("scripted", base_url=server.url))
-        start = time.perf_counter()
-        summary = execute(cfg, progress=False)
-        wall = time.perf_counter() - start
-        lines = (Path(tmp) / "run" / "results.jsonl").read_text().splitlines()
-    records = [json.loads(line) for line in lines]
+    with ScriptedChatServer(GoldResponder(dataset)) as server:
+        summary, wall, records = timed_run(
+            env=env, dataset=dataset.name, agent=agent, workers=workers, tasks=tasks,
+            max_turns=TURNS[agent], model=ModelConfig("scripted", base_url=server.url))
     ok = [r for r in records if r["status"] == "ok"]
     turns = sum(len(r["turns"]) for r in ok)
     waiting = sum((r.get("llm") or {}).get("latency_s", 0.0) for r in ok)

@@ -18,12 +18,11 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import pipe_floor, samples_ms
+from common import pipe_floor, samples_ms, timed_run
 
 
 def timed(fn: Callable[[], object], runs: int, warmup: int = 20) -> dict[str, float]:
@@ -79,15 +78,8 @@ def sandbox_and_env(runs: int) -> dict[str, dict[str, float]]:
 
 
 def gold_replay(workers: int) -> dict[str, float]:
-    from intercode.runner.run import RunConfig, execute
-
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = RunConfig(env="bash", dataset="nl2bash", agent="gold", output=Path(tmp) / "r",
-                        workers=workers)
-        start = time.perf_counter()
-        summary = execute(cfg, progress=False)
-        wall = time.perf_counter() - start
-        recs = [json.loads(x) for x in (Path(tmp) / "r" / "results.jsonl").read_text().splitlines()]
+    summary, wall, recs = timed_run(env="bash", dataset="nl2bash", agent="gold",
+                                    workers=workers)
     slow = [r for r in recs if r["duration_s"] > 0.5]
     fast_time = sum(r["duration_s"] for r in recs if r["duration_s"] <= 0.5)
     return {"episodes": len(recs), "wall_s": wall, "episodes_per_s": len(recs) / wall,

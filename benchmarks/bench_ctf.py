@@ -15,11 +15,10 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from common import median_ms
+from common import median_ms, timed_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,14 +56,7 @@ def env_numbers(runs: int) -> dict[str, object]:
 
 
 def gold_run() -> dict[str, object]:
-    from intercode.runner.run import RunConfig, execute
-
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = RunConfig(env="ctf", dataset="intercode-ctf", agent="gold",
-                        output=Path(tmp) / "run", workers=2)
-        start = time.perf_counter()
-        summary = execute(cfg, progress=False)
-        elapsed = time.perf_counter() - start
+    summary, elapsed, _ = timed_run(env="ctf", dataset="intercode-ctf", agent="gold", workers=2)
     return {"gold_s": elapsed, "gold_ok": summary["ok"], "gold_skipped": summary["skipped"],
             "gold_success": summary["success"]}
 

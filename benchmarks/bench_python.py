@@ -18,11 +18,10 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from common import median_ms, pipe_floor
+from common import median_ms, pipe_floor, timed_run
 
 LOOP = ("import sys\nns = {}\nfor line in sys.stdin:\n    src = line.replace('\\\\n', '\\n')\n"
         "    try:\n        v = eval(src, ns)\n        print(repr(v))\n    except SyntaxError:\n"
@@ -89,14 +88,7 @@ def jupyter_numbers(runs: int) -> dict[str, float]:
 
 
 def gold_replay(workers: int) -> dict[str, float]:
-    from intercode.runner.run import RunConfig, execute
-
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = RunConfig(env="python", dataset="mbpp", agent="gold", output=Path(tmp) / "r",
-                        workers=workers)
-        start = time.perf_counter()
-        summary = execute(cfg, progress=False)
-        wall = time.perf_counter() - start
+    summary, wall, _ = timed_run(env="python", dataset="mbpp", agent="gold", workers=workers)
     return {"replay_wall_s": wall, "replay_episodes_per_s": 974 / wall,
             "replay_success": summary["success"]}
 

@@ -16,11 +16,9 @@ import argparse
 import json
 import sqlite3
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from common import median_ms
+from common import median_ms, timed_run
 
 
 def bare(backend: str, url: str | None, runs: int) -> float:
@@ -63,14 +61,8 @@ def env_numbers(backend: str, url: str | None, runs: int) -> dict[str, float]:
 
 
 def replay(backend: str, url: str | None, workers: int) -> dict[str, float]:
-    from intercode.runner.run import RunConfig, execute
-
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = RunConfig(env="sql", dataset="spider-dev", agent="gold", output=Path(tmp) / "r",
-                        workers=workers, sql_backend=backend, mysql_url=url)
-        start = time.perf_counter()
-        summary = execute(cfg, progress=False)
-        wall = time.perf_counter() - start
+    summary, wall, _ = timed_run(env="sql", dataset="spider-dev", agent="gold", workers=workers,
+                                 sql_backend=backend, mysql_url=url)
     return {"wall_s": wall, "episodes_per_s": 1034 / wall, "success": summary["success"]}
 
 

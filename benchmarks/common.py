@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 
 def samples_ms(fn: Callable[[], object], runs: int, warmup: int = 20) -> list[float]:
@@ -47,3 +51,16 @@ def pipe_floor(argv: list[str], request: bytes, marker: bytes, runs: int) -> flo
     finally:
         proc.kill()
         proc.wait()
+
+
+def timed_run(**config: Any) -> tuple[dict[str, Any], float, list[dict[str, Any]]]:
+    """An evaluation run in a temporary folder: its summary, wall seconds and records."""
+    from intercode.runner.run import RunConfig, execute
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "run"
+        start = time.perf_counter()
+        summary = execute(RunConfig(output=folder, **config), progress=False)
+        wall = time.perf_counter() - start
+        lines = (folder / "results.jsonl").read_text().splitlines()
+    return summary, wall, [json.loads(line) for line in lines]

@@ -89,8 +89,7 @@ def find_table(db: Database | None, name: str) -> Table | None:
 def describe(conn: sqlite3.Connection, db: Database | None, db_name: str,
              name: str) -> QueryResult:
     """``DESCRIBE name``: the dump's definition, or SQLite's for a table made later."""
-    exists = conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table' AND "
-                          "lower(name) = lower(?)", (name,)).fetchone()
+    exists = _sqlite_table(conn, name)
     if exists is None:
         return QueryResult(error=f"Table '{db_name}.{name.lower()}' doesn't exist")
     table = find_table(db, name)
@@ -104,6 +103,12 @@ def describe(conn: sqlite3.Connection, db: Database | None, db_name: str,
     return QueryResult(rows=rows)
 
 
+def _sqlite_table(conn: sqlite3.Connection, name: str) -> tuple[str, str] | None:
+    """(name, CREATE statement) of a table, its name matched ignoring case."""
+    return conn.execute("SELECT name, sql FROM main.sqlite_master WHERE type = 'table' AND "
+                        "lower(name) = lower(?)", (name,)).fetchone()
+
+
 def _pragma_columns(conn: sqlite3.Connection, table: str) -> list[tuple]:
     return conn.execute(f"PRAGMA main.table_info(\"{table.replace(chr(34), chr(34) * 2)}\")"
                         ).fetchall()
@@ -112,8 +117,7 @@ def _pragma_columns(conn: sqlite3.Connection, table: str) -> list[tuple]:
 def create_table(conn: sqlite3.Connection, db: Database | None, db_name: str,
                  name: str) -> QueryResult:
     """``SHOW CREATE TABLE name``."""
-    row = conn.execute("SELECT name, sql FROM main.sqlite_master WHERE type = 'table' AND "
-                       "lower(name) = lower(?)", (name,)).fetchone()
+    row = _sqlite_table(conn, name)
     if row is None:
         return QueryResult(error=f"Table '{db_name}.{name.lower()}' doesn't exist")
     table = find_table(db, name)
