@@ -14,11 +14,11 @@ from pathlib import Path
 from intercode.agents.llm import StrategyOptions
 from intercode.errors import ConfigError, IntercodeError
 from intercode.llm.client import ModelConfig
+from intercode.runner.worker import AGENTS
 from intercode.sandbox.limits import Limits
 
 DEFAULT_DATASETS = {"bash": "nl2bash", "sql": "spider-dev", "python": "mbpp",
                     "ctf": "intercode-ctf"}
-AGENT_CHOICES = ("gold", "replay", "human", "single-turn", "try-again", "react", "plan-solve")
 # turn limits when --turns is not given (upstream's scripts: 10 turns)
 DEFAULT_TURNS = {"single-turn": 1, "try-again": 10, "react": 10}
 
@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="evaluate an agent on a dataset")
     _add_common(ev)
-    ev.add_argument("--agent", default="gold", choices=list(AGENT_CHOICES),
+    ev.add_argument("--agent", default="gold", choices=list(AGENTS),
                     help="gold, replay, human, or an LLM strategy: single-turn, try-again "
                          "(default 10 turns), react (10), plan-solve (plan + 3 repairs)")
     ev.add_argument("--trajectories", help="recorded episodes for --agent replay")

@@ -25,21 +25,17 @@ PACKAGES = sorted({pkg for _, pkg in TOOLS})
 
 # what the CTF tasks need beyond TOOLS: the upstream CTF image's extras and the tools the
 # tasks' write-ups use (label, shell test inside the sandbox, Debian/Ubuntu package)
+CTF_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("gcc", "gcc"), ("gdb", "gdb"), ("nc", "netcat-openbsd"), ("unzip", "unzip"),
+    ("wget", "wget"), ("pdftotext", "poppler-utils"), ("fls", "sleuthkit"),
+    ("strings", "binutils"), ("objdump", "binutils"), ("exiftool", "libimage-exiftool-perl"),
+    ("binwalk", "binwalk"), ("tshark", "tshark"), ("java", "default-jdk-headless"),
+    ("javac", "default-jdk-headless"), ("xxd", "xxd"), ("file", "file"), ("bzip2", "bzip2"),
+    ("xz", "xz-utils"), ("steghide", "steghide"), ("foremost", "foremost"),
+    ("openssl", "openssl"), ("tesseract", "tesseract-ocr"), ("pip3", "python3-pip"),
+)
 CTF_TOOLS: tuple[tuple[str, str, str], ...] = (
-    ("gcc", "command -v gcc", "gcc"), ("gdb", "command -v gdb", "gdb"),
-    ("nc", "command -v nc", "netcat-openbsd"), ("unzip", "command -v unzip", "unzip"),
-    ("wget", "command -v wget", "wget"), ("pdftotext", "command -v pdftotext", "poppler-utils"),
-    ("fls", "command -v fls", "sleuthkit"), ("strings", "command -v strings", "binutils"),
-    ("objdump", "command -v objdump", "binutils"),
-    ("exiftool", "command -v exiftool", "libimage-exiftool-perl"),
-    ("binwalk", "command -v binwalk", "binwalk"), ("tshark", "command -v tshark", "tshark"),
-    ("java", "command -v java", "default-jdk-headless"),
-    ("javac", "command -v javac", "default-jdk-headless"), ("xxd", "command -v xxd", "xxd"),
-    ("file", "command -v file", "file"), ("bzip2", "command -v bzip2", "bzip2"),
-    ("xz", "command -v xz", "xz-utils"), ("steghide", "command -v steghide", "steghide"),
-    ("foremost", "command -v foremost", "foremost"), ("openssl", "command -v openssl", "openssl"),
-    ("tesseract", "command -v tesseract", "tesseract-ocr"),
-    ("pip3", "command -v pip3", "python3-pip"),
+    *((cmd, f"command -v {cmd}", pkg) for cmd, pkg in CTF_COMMANDS),
     ("python3 pycryptodome", "python3 -c 'import Cryptodome' 2>/dev/null "
      "|| python3 -c 'import Crypto.Cipher' 2>/dev/null", "python3-pycryptodome"),
     ("python3 PIL", "python3 -c 'import PIL' 2>/dev/null", "python3-pil"),

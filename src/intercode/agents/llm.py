@@ -63,7 +63,7 @@ class StrategyOptions:
 class LlmPolicy(Policy):
     """What the strategies share: the client, call accounting, observation cuts."""
 
-    strategy = "llm"
+    name = "llm"
 
     def __init__(self, env: str, client: ChatClient, options: StrategyOptions | None = None):
         if env not in LANGUAGES:
@@ -71,8 +71,7 @@ class LlmPolicy(Policy):
         self.env = env
         self.client = client
         self.options = options or StrategyOptions()
-        self.name = self.strategy
-        chars, rows = OBSERVATION_LIMITS[self.strategy]
+        chars, rows = OBSERVATION_LIMITS[self.name]
         self.chars = self.options.observation_chars or chars
         self.rows = self.options.observation_rows or rows
         self.task: Task | None = None
@@ -129,7 +128,7 @@ class LlmPolicy(Policy):
 class TryAgainPolicy(LlmPolicy):
     """The model sees each action's output and reward and tries again, up to the turn limit."""
 
-    strategy = "try-again"
+    name = "try-again"
     score_each_turn = True
     stop_at_success = True
     max_actions: int | None = None
@@ -174,14 +173,14 @@ class TryAgainPolicy(LlmPolicy):
 class SingleTurnPolicy(TryAgainPolicy):
     """One reply, scored: the paper's single-turn setting."""
 
-    strategy = "single-turn"
+    name = "single-turn"
     max_actions = 1
 
 
 class ReactPolicy(LlmPolicy):
     """Thought / Action / Observation; ``submit`` ends the episode with its reward."""
 
-    strategy = "react"
+    name = "react"
     score_each_turn = False
     stop_at_success = False
 
@@ -209,7 +208,7 @@ class ReactPolicy(LlmPolicy):
 class PlanSolvePolicy(LlmPolicy):
     """Plan, execute the plan step by step, then repair for ``refine_turns`` turns."""
 
-    strategy = "plan-solve"
+    name = "plan-solve"
     score_each_turn = True
 
     def reset(self, task: Task) -> None:

@@ -11,6 +11,7 @@ are skipped with their reason.
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 from typing import Any
 
 from intercode.datasets import CtfTask, Dataset, Task
@@ -27,8 +28,13 @@ from intercode.sandbox.limits import Limits
 WRONG_FLAG = "The flag is wrong. Try again."
 
 
+@lru_cache(maxsize=16)
 def task_tree(task: CtfTask, crypto_alias: bool = False) -> FileTree:
-    """``ctf/<id>/`` with the task's files (and the ``Crypto`` alias package if asked)."""
+    """``ctf/<id>/`` with the task's files (and the ``Crypto`` alias package if asked).
+
+    Cached: building it reads and sha256-checks every file, which repeated resets of the
+    same task (RL loops) need not pay again.
+    """
     root = f"ctf/{task.task_id}"
     entries = [Entry("ctf", DIR, 0o755, EPOCH_NS), Entry(root, DIR, 0o755, EPOCH_NS)]
     if crypto_alias:

@@ -94,7 +94,7 @@ def _play(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None,
             observation, reward, terminated, _, info = env.step(text)
             turns.append(Turn(text, observation, float(reward), submit=True, llm=action.meta,
                               env_s=round(time.perf_counter() - clock, 6)))
-            if terminated or env.done:
+            if terminated:
                 if policy.score_each_turn and best is not None and best.reward > float(reward):
                     return best.reward, best.success, best.info, best_turn
                 return float(reward), bool(info.get("success")), info, len(turns) - 1
