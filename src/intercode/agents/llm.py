@@ -32,7 +32,6 @@ from intercode.datasets import Task
 from intercode.errors import ConfigError
 from intercode.llm.client import ChatClient, Completion, Message
 
-STRATEGIES = ("single-turn", "try-again", "react", "plan-solve")
 # upstream's observation cuts (characters, rows) and dialogue limits
 OBSERVATION_LIMITS = {"try-again": (1000, 50), "single-turn": (1000, 50), "react": (350, 25),
                       "plan-solve": (1000, 25)}

@@ -10,8 +10,6 @@ from intercode.datasets.nl2bash import read_json
 from intercode.datasets.tasks import Dataset, Task
 from intercode.errors import DatasetError
 
-HARDNESS = ("easy", "medium", "hard", "extra")
-
 
 @dataclass(frozen=True)
 class SqlTask(Task):

@@ -50,12 +50,6 @@ class ModelConfig:
             raise ConfigError("model timeout and max_tokens must be positive, retries and "
                               "backoff not negative")
 
-    def public(self) -> dict[str, Any]:
-        """The settings worth logging (no key)."""
-        return {"model": self.model, "base_url": self.endpoint(),
-                "temperature": self.temperature, "max_tokens": self.max_tokens,
-                "top_p": self.top_p, "timeout": self.timeout, "retries": self.retries}
-
     def identity(self) -> dict[str, Any]:
         """What decides the answers (a resumed run must keep it; the endpoint may move)."""
         return {"model": self.model, "temperature": self.temperature,
