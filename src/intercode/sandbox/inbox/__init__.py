@@ -6,4 +6,4 @@ standard library and must stay compatible with Python 3.9.
 """
 
 MODULES = ("proto", "fsops", "hashing", "tree", "shell", "pyvalue", "pyscore", "pyrepl",
-           "sqlconn", "sqlrepl", "runcmd", "freezer", "main")
+           "sqlconn", "sqlsnap", "sqlrepl", "runcmd", "freezer", "main")
