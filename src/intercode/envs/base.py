@@ -74,6 +74,7 @@ class IntercodeEnv(gym.Env[str, str]):
         self.history: list[tuple[str, str]] = []
         self._available: list[int] | None = None
         self._snapshots = Registry()
+        self.restore_note = ""  # said with the first observation after a restore
 
     @classmethod
     def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> IntercodeEnv:
@@ -187,6 +188,7 @@ class IntercodeEnv(gym.Env[str, str]):
         """Continue the episode from ``snap`` (taken by this environment in this episode);
         anything else is refused with a :class:`~intercode.errors.SnapshotError`."""
         snap = self._snapshots.check(snap, self.task)
+        self.restore_note = ""
         self.load_state(snap.state)
         self.turn, self.done, self.history = snap.turn, snap.done, list(snap.history)
 
@@ -234,6 +236,7 @@ class IntercodeEnv(gym.Env[str, str]):
                               f"got {type(options).__name__}")
         super().reset(seed=seed)
         self._snapshots.release_all()
+        self.restore_note = ""
         index = (options or {}).get("task")
         if index is None:
             pool = self.available_tasks()
@@ -277,6 +280,9 @@ class IntercodeEnv(gym.Env[str, str]):
             self.done = True
             return "", 0.0, True, False, {"turn": self.turn, "skipped": True, "success": False}
         observation, info = self.execute(action)
+        if self.restore_note:
+            sep = "" if not observation or observation.endswith("\n") else "\n"
+            observation, self.restore_note = observation + sep + self.restore_note, ""
         observation = self.fit_observation(observation)
         self.history.append((action, observation))
         return observation, 0.0, False, False, {"turn": self.turn, **info}

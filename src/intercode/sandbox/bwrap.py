@@ -10,6 +10,7 @@ When the host runs as root, the sandbox runs as the unprivileged host user
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import select
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from intercode.errors import SandboxError, SandboxUnavailableError
+from intercode.errors import SandboxError, SandboxUnavailableError, SnapshotError
 from intercode.sandbox import base, seccomp
 from intercode.sandbox.base import Change, ExecResult
 from intercode.sandbox.channel import Channel
@@ -378,6 +379,54 @@ class BwrapSandbox(base.Sandbox):
         reply, blob = self._request({"op": "capture"})
         entries = proto.unpack_entries(reply["entries"], blob)
         return FileTree.of(Entry(*e) for e in entries)
+
+    # -- snapshots (see inbox/snaps.py) ---------------------------------------------------
+
+    def tree_snapshot(self, ident: int) -> base.TreeSnapshotInfo:
+        """Keep the tree's state now inside the sandbox as snapshot ``ident``."""
+        reply, _ = self._request({"op": "tree_snap", "id": ident})
+        return base.TreeSnapshotInfo(cwd=str(reply.get("cwd", "/")),
+                                     background=int(reply.get("background", 0)))
+
+    def tree_restore(self, ident: int, cwd: str, held: int | None = None) -> None:
+        """Bring the tree to snapshot ``ident``; a fresh shell in ``cwd`` (or ``held``)."""
+        msg: dict[str, Any] = {"op": "tree_restore", "id": ident, "cwd": cwd}
+        if held is not None:
+            msg["pid"] = held
+        reply, _ = self._request(msg)
+        if reply.get("gone"):
+            raise SnapshotError("the snapshot's held interpreter is gone (killed inside the "
+                                "sandbox); it cannot be restored")
+        self._after_new_shell(reply, cwd)
+
+    def tree_drop(self, ident: int) -> None:
+        """Forget tree snapshot ``ident`` (nothing to do if the sandbox is gone)."""
+        if self.alive:
+            self._request({"op": "tree_drop", "id": ident})
+
+    def tree_copy(self, ident: int, other: base.Sandbox, other_ident: int) -> None:
+        """Copy tree snapshot ``ident`` into ``other`` (a bubblewrap sandbox)."""
+        if not isinstance(other, BwrapSandbox):
+            raise SnapshotError("a snapshot is copied only between bubblewrap sandboxes")
+        reply, data = self._request({"op": "tree_export", "id": ident})
+        other._request({"op": "tree_import", "id": other_ident, "entries": reply["entries"]},
+                       data)
+
+    def hold(self) -> int:
+        """Fork a held copy of the interpreter (registered with the supervisor)."""
+        result = self.run("", kind="hold")
+        try:
+            pid = int(json.loads(result.reply or "")["pid"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SnapshotError("the interpreter did not hold a copy of itself: "
+                                f"{result.observation[-200:]}") from exc
+        self._request({"op": "py_hold", "pid": pid})
+        return pid
+
+    def drop_held(self, pid: int) -> None:
+        """Kill held copy ``pid`` (nothing to do if the sandbox is gone)."""
+        if self.alive:
+            self._request({"op": "py_drop", "pid": pid})
 
     @property
     def cwd(self) -> str:

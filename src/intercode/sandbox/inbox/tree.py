@@ -115,10 +115,7 @@ class Tree(hashing.Hashing):
         new = dict(self.base)
         for path, kind, mode, mtime_ns, payload in entries:
             new[path] = (kind, mode, mtime_ns, payload)
-        for path in list(self.clean):
-            if self.pristine.get(path) != new.get(path):
-                del self.clean[path]
-        self.pristine = new
+        self._switch(new)
         return self.restore()
 
     def capture(self):
@@ -151,6 +148,48 @@ class Tree(hashing.Hashing):
         except OSError:
             return None
         return None
+
+    # -- snapshots ---------------------------------------------------------------------
+
+    def snapshot(self):
+        """The whole tree now, as a pristine state: ``{rel: (kind, mode, mtime, payload)}``.
+
+        Entries unchanged since the last restore share the pristine state's values (only
+        changed files are read), so a snapshot costs the changes, not the tree.
+        """
+        state = {}
+        grants = fsops.Grants()
+        try:
+            for rel, st in self._scan(frozenset(), grants).items():
+                want = self.pristine.get(rel)
+                if want is not None and self._trusted(rel, st):
+                    state[rel] = want
+                    continue
+                entry = self._captured(rel, st, grants)
+                if entry is not None:
+                    state[rel] = want if entry[1:] == want else entry[1:]
+        finally:
+            grants.revert()
+        if "" in self.pristine:
+            state[""] = self.pristine[""]
+        return state
+
+    def restore_to(self, state):
+        """Bring the tree to ``state`` (of :meth:`snapshot`); the pristine state stays."""
+        pristine = self.pristine
+        self._switch(state)
+        try:
+            return self.restore()
+        finally:
+            self._switch(pristine)
+
+    def _switch(self, new):
+        """Make ``new`` the state restores go to, keeping only the records still true."""
+        old = self.pristine
+        for path in list(self.clean):
+            if old.get(path) is not new.get(path) and old.get(path) != new.get(path):
+                del self.clean[path]
+        self.pristine = new
 
     # -- restore -----------------------------------------------------------------------
 

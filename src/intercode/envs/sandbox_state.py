@@ -1,0 +1,116 @@
+"""The execution state of a sandbox for snapshots: its file tree and its shell.
+
+The file tree is kept inside the sandbox by its supervisor (only the changed files
+are copied; see ``inbox/snaps.py``). A Bash shell's state (variables, functions,
+aliases, shell options, traps, umask and directory) is captured by a script the
+shell runs and replayed in the fresh shell a restore starts; a Python interpreter is
+held whole, as a paused fork (``inbox/pyhold.py``). Background processes are not
+carried over: :meth:`SandboxState.note` says so after a restore that had them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from intercode.errors import SnapshotError
+from intercode.sandbox.base import Sandbox
+
+# Variables of bash itself (read-only, or describing the process / the moment).
+_SKIP = ("BASH BASHOPTS BASHPID BASH_ALIASES BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_CMDS "
+         "BASH_COMMAND BASH_EXECUTION_STRING BASH_LINENO BASH_LOADABLES_PATH BASH_REMATCH "
+         "BASH_SOURCE BASH_SUBSHELL BASH_VERSINFO BASH_VERSION COLUMNS DIRSTACK "
+         "EPOCHREALTIME EPOCHSECONDS EUID FUNCNAME GROUPS HISTCMD HOSTNAME HOSTTYPE LINENO "
+         "LINES MACHTYPE OSTYPE PIPESTATUS PPID PWD RANDOM SECONDS SHELLOPTS SHLVL SRANDOM "
+         "UID _")
+#: What the shell prints to describe its state: a script that rebuilds it.
+CAPTURE = (
+    "builtin shopt -p; builtin umask -p; builtin alias -p; builtin declare -f; "
+    f"for __ic_n in $(builtin compgen -v); do case ' {_SKIP} ' in "
+    "*\" $__ic_n \"*) continue;; esac; case $__ic_n in __ic_*) continue;; esac; "
+    "builtin declare -p -- \"$__ic_n\" 2>/dev/null; done; builtin unset __ic_n; "
+    "builtin trap -p; builtin set +o"
+)
+_ids = itertools.count(1)
+
+
+@dataclass
+class SandboxState:
+    """A snapshot of one sandbox (see the module's docstring)."""
+
+    box: Sandbox
+    cwd: str
+    background: int
+    held: int | None = None
+    shell: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    ident: int = field(default_factory=lambda: next(_ids))
+    released: bool = False
+
+    def release(self) -> None:
+        """Forget the tree copy and kill the held interpreter (if the sandbox still runs)."""
+        if self.released:
+            return
+        self.released = True
+        if self.box.alive:
+            self.box.tree_drop(self.ident)
+            if self.held is not None:
+                self.box.drop_held(self.held)
+
+    def note(self) -> str:
+        """What the first observation after a restore says (``""``: nothing)."""
+        if not self.background:
+            return ""
+        return (f"[intercode] the snapshot restored had {self.background} background "
+                "process(es); processes are not carried over by a restore")
+
+
+def save(box: Sandbox, python: bool = False, **extra: Any) -> SandboxState:
+    """The sandbox's state now: its tree, and its shell (Bash) or its interpreter."""
+    shell = None
+    if not python:
+        result = box.run(CAPTURE)
+        if result.exit_code is None or result.output_truncated or result.timed_out:
+            raise SnapshotError("the shell's state could not be captured: "
+                                f"{result.observation[-200:]!r}")
+        shell = result.output
+    state = SandboxState(box=box, cwd="/", background=0, shell=shell, extra=extra)
+    try:
+        info = box.tree_snapshot(state.ident)
+        state.cwd, state.background = info.cwd, info.background
+        if python:
+            state.held = box.hold()
+    except BaseException:
+        state.release()
+        raise
+    return state
+
+
+def load(box: Sandbox, state: object) -> SandboxState:
+    """Bring ``box`` to ``state`` (taken of that same box)."""
+    if not isinstance(state, SandboxState) or state.released:
+        raise SnapshotError("not a live snapshot of this environment")
+    if state.box is not box or not box.alive:
+        raise SnapshotError("the sandbox was replaced since the snapshot was taken (it "
+                            "stopped); its state is lost")
+    box.tree_restore(state.ident, state.cwd, state.held)
+    if state.shell is not None:
+        box.run(state.shell)
+    return state
+
+
+def copy(state: object, box: Sandbox, other: Sandbox) -> SandboxState:
+    """``state`` (of ``box``, a Bash shell's) moved into ``other``, restored there."""
+    if not isinstance(state, SandboxState) or state.released or state.box is not box:
+        raise SnapshotError("not a live snapshot of this environment")
+    if state.held is not None:
+        raise SnapshotError("a held interpreter cannot move to another sandbox")
+    moved = SandboxState(box=other, cwd=state.cwd, background=state.background,
+                         shell=state.shell, extra=dict(state.extra))
+    try:
+        box.tree_copy(state.ident, other, moved.ident)
+        load(other, moved)
+    finally:
+        moved.release()
+    return moved
