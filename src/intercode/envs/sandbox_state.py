@@ -11,27 +11,68 @@ carried over: :meth:`SandboxState.note` says so after a restore that had them.
 from __future__ import annotations
 
 import itertools
+import re
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from intercode.errors import SnapshotError
 from intercode.sandbox.base import Sandbox
 
-# Variables of bash itself (read-only, or describing the process / the moment).
-_SKIP = ("BASH BASHOPTS BASHPID BASH_ALIASES BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_CMDS "
-         "BASH_COMMAND BASH_EXECUTION_STRING BASH_LINENO BASH_LOADABLES_PATH BASH_REMATCH "
-         "BASH_SOURCE BASH_SUBSHELL BASH_VERSINFO BASH_VERSION COLUMNS DIRSTACK "
-         "EPOCHREALTIME EPOCHSECONDS EUID FUNCNAME GROUPS HISTCMD HOSTNAME HOSTTYPE LINENO "
-         "LINES MACHTYPE OSTYPE PIPESTATUS PPID PWD RANDOM SECONDS SHELLOPTS SHLVL SRANDOM "
-         "UID _")
-#: What the shell prints to describe its state: a script that rebuilds it.
-CAPTURE = (
-    "builtin shopt -p; builtin umask -p; builtin alias -p; builtin declare -f; "
-    f"for __ic_n in $(builtin compgen -v); do case ' {_SKIP} ' in "
-    "*\" $__ic_n \"*) continue;; esac; case $__ic_n in __ic_*) continue;; esac; "
-    "builtin declare -p -- \"$__ic_n\" 2>/dev/null; done; builtin unset __ic_n; "
-    "builtin trap -p; builtin set +o"
-)
+# Variables of bash itself (read-only, or describing the process or the moment), and
+# the shell loop's own (``__ic_*``): never replayed.
+_BASH_VARIABLES = (
+    "BASH BASHOPTS BASHPID BASH_ALIASES BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_CMDS "
+    "BASH_COMMAND BASH_EXECUTION_STRING BASH_LINENO BASH_LOADABLES_PATH BASH_REMATCH "
+    "BASH_SOURCE BASH_SUBSHELL BASH_VERSINFO BASH_VERSION COLUMNS DIRSTACK EPOCHREALTIME "
+    "EPOCHSECONDS EUID FUNCNAME GROUPS HISTCMD HOSTNAME HOSTTYPE LINENO LINES MACHTYPE "
+    "OSTYPE PIPESTATUS PPID PWD RANDOM SECONDS SHELLOPTS SHLVL SRANDOM UID _")
+SKIP = frozenset(_BASH_VARIABLES.split())
+_DECLARE = re.compile(r"declare -[-a-zA-Z]* ([A-Za-z_][A-Za-z0-9_]*)(=|$)")
+_OPTION = re.compile(r"(shopt -[su]|set [-+]o) ([a-z_-]+)$")
+
+
+def capture_script(marker: str) -> str:
+    """What the shell runs to print its state: variables, then ``marker``, then the rest."""
+    return ("builtin declare -p; builtin printf '\\n%s\\n' " + marker + "; builtin shopt -p; "
+            "builtin umask -p; builtin alias -p; builtin declare -f; builtin trap -p; "
+            "builtin set +o")
+
+
+def replay_script(output: str, marker: str) -> str | None:
+    """The script that rebuilds the captured state (``None``: the capture is garbled).
+
+    The variables of bash and of the shell loop are dropped (a record of ``declare
+    -p`` starts with ``declare -<flags> <name>``; other lines continue the record
+    before them); the options are grouped into one command per kind.
+    """
+    variables, sep, rest = output.partition("\n" + marker + "\n")
+    if not sep:
+        return None
+    kept: list[str] = []
+    keep = False
+    for line in variables.split("\n"):
+        m = _DECLARE.match(line)
+        if m is not None:
+            name = m.group(1)
+            keep = name not in SKIP and not name.startswith("__ic_")
+        if keep:
+            kept.append(line)
+    options: dict[str, list[str]] = {}
+    other: list[str] = []
+    for line in rest.split("\n"):
+        m = _OPTION.match(line)
+        if m is None:
+            other.append(line)
+        else:
+            options.setdefault(m.group(1), []).append(m.group(2))
+    grouped = [f"shopt {kind[-2:]} {' '.join(names)}" if kind.startswith("shopt")
+               else f"set {' '.join(kind[4] + 'o ' + n for n in names)}"
+               for kind, names in options.items()]
+    sets = [g for g in grouped if g.startswith("set")]
+    return "\n".join([*kept, *[g for g in grouped if g.startswith("shopt")], *other, *sets])
+
+
 _ids = itertools.count(1)
 
 
@@ -70,11 +111,12 @@ def save(box: Sandbox, python: bool = False, **extra: Any) -> SandboxState:
     """The sandbox's state now: its tree, and its shell (Bash) or its interpreter."""
     shell = None
     if not python:
-        result = box.run(CAPTURE)
-        if result.exit_code is None or result.output_truncated or result.timed_out:
+        marker = "__ic_state_" + secrets.token_hex(8)
+        result = box.run(capture_script(marker))
+        shell = replay_script(result.output, marker)
+        if shell is None or result.output_truncated or result.timed_out:
             raise SnapshotError("the shell's state could not be captured: "
                                 f"{result.observation[-200:]!r}")
-        shell = result.output
     state = SandboxState(box=box, cwd="/", background=0, shell=shell, extra=extra)
     try:
         info = box.tree_snapshot(state.ident)
