@@ -152,7 +152,7 @@ class Supervisor(snaps.Snapshots):
             self.freezer.step()
         if self.memory_total is None and self.process_alarm is None:
             return
-        count, rss = shell.usage({1, os.getpid(), *self.held})
+        count, rss = shell.usage({1, os.getpid()})
         if self.process_alarm is not None and count >= self.process_alarm:
             shell.kill_all(self.keep_alive(), self.reap)
             self.note("%d processes were running (the limit is close); all processes "
