@@ -1,0 +1,141 @@
+"""Snapshots, restores and forks on every registered environment (property-based).
+
+For random action sequences from a small per-environment alphabet: acting k steps,
+taking a snapshot, acting on, restoring and acting the same rest again gives the same
+observations and rewards; a fork and its parent do not see each other's later
+actions; one snapshot survives many restores. Environments that cannot snapshot
+(plugins) must say so with ``SnapshotUnsupported``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import intercode
+from intercode import testing
+from intercode.benchmarks import benchmarks
+from intercode.envs.base import IntercodeEnv
+from intercode.errors import SnapshotUnsupported
+
+SHELL = ["echo a >> /tmp/f", "cat /tmp/f", "cd /tmp", "cd /", "pwd", "X=$((X+1)); echo $X",
+         "rm -f /tmp/f", "mkdir -p /tmp/d && touch /tmp/d/$X && ls /tmp/d", "f() { echo $X; }",
+         "f", "alias q='echo quiet'", "shopt -s expand_aliases", "set -o noglob",
+         "set +o noglob", "umask 077; touch /tmp/u; ls -l /tmp/u | cut -c1-10"]
+ALPHABETS = {
+    "bash": SHELL,
+    "ctf": SHELL,
+    "python": ["x = globals().get('x', 0) + 1", "print(x)", "l = [x] * 2", "print(l)",
+               "def f(a): return a + x", "f(2)", "import os; os.chdir('/tmp')",
+               "print(os.getcwd())", "open('/tmp/f', 'a').write('a')",
+               "print(open('/tmp/f').read())", "del x", "1/0"],
+    "sql": ["CREATE TABLE IF NOT EXISTS t(a)", "INSERT INTO t VALUES (1)",
+            "SELECT count(*), sum(a) FROM t", "DELETE FROM t", "UPDATE t SET a = a + 1",
+            "CREATE TEMP TABLE IF NOT EXISTS tt(b)", "INSERT INTO tt VALUES (x'00ff')",
+            "SELECT * FROM tt", "SHOW TABLES", "DROP TABLE IF EXISTS t"],
+}
+SNAPSHOTTING = sorted(ALPHABETS)
+OTHERS = sorted(b.name for b in benchmarks() if b.name not in ALPHABETS)
+FAST = settings(max_examples=6, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                       HealthCheck.too_slow])
+
+
+@pytest.fixture(params=SNAPSHOTTING, scope="module")
+def env(request: pytest.FixtureRequest) -> Iterator[IntercodeEnv]:
+    e = intercode.make(request.param, dataset=testing.small_dataset(request.param)).unwrapped
+    assert isinstance(e, IntercodeEnv)
+    e.reset(options={"task": 0})
+    yield e
+    e.close()
+
+
+def actions(draw: st.DrawFn, name: str, low: int, high: int) -> list[str]:
+    return draw(st.lists(st.sampled_from(ALPHABETS[name]), min_size=low, max_size=high))
+
+
+def play(env: IntercodeEnv, steps: list[str]) -> list[tuple[str, float, bool]]:
+    return [(obs, float(r), term) for obs, r, term, _t, _i in map(env.step, steps)]
+
+
+@st.composite
+def episodes(draw: st.DrawFn, name: str) -> tuple[list[str], list[str]]:
+    return actions(draw, name, 0, 4), actions(draw, name, 1, 4)
+
+
+@FAST
+@given(data=st.data())
+def test_restore_replays_the_same_observations_and_rewards(env: IntercodeEnv,
+                                                           data: st.DataObject) -> None:
+    before, after = data.draw(episodes(env.env_name))
+    env.reset(options={"task": 0})
+    play(env, before)
+    snap = env.snapshot()
+    first = play(env, after)
+    first_reward = env.evaluate().reward
+    env.restore(snap)
+    assert env.turn == len(before)
+    assert [a for a, _o in env.history] == before
+    assert play(env, after) == first
+    assert env.evaluate().reward == first_reward
+    snap.release()
+
+
+@FAST
+@given(data=st.data())
+def test_fork_and_parent_do_not_see_each_other(env: IntercodeEnv, data: st.DataObject) -> None:
+    before, after = data.draw(episodes(env.env_name))
+    env.reset(options={"task": 0})
+    play(env, before)
+    probe = ALPHABETS[env.env_name][2]
+    fork = env.fork()
+    try:
+        assert fork.turn == env.turn and fork.history == env.history
+        expected = play(env, [probe])
+        play(fork, after)
+        assert play(env, [probe]) == expected
+        play(env, after)
+        assert play(fork, [probe]) == play(env, [probe])
+    finally:
+        fork.close()
+
+
+def test_a_snapshot_survives_many_restores(env: IntercodeEnv) -> None:
+    name = env.env_name
+    env.reset(options={"task": 0})
+    play(env, ALPHABETS[name][:3])
+    snap = env.snapshot()
+    probe = ALPHABETS[name][2]
+    expected = play(env, [probe])
+    for action in ALPHABETS[name] * 2:
+        env.restore(snap)
+        assert play(env, [probe]) == expected
+        play(env, [action])
+    snap.release()
+    assert snap.released
+
+
+def test_release_is_idempotent_and_reset_releases(env: IntercodeEnv) -> None:
+    env.reset(options={"task": 0})
+    snap, kept = env.snapshot(), env.snapshot()
+    snap.release()
+    snap.release()
+    env.reset(options={"task": 0})
+    assert kept.released
+
+
+@pytest.mark.parametrize("name", OTHERS)
+def test_environments_without_snapshots_say_so(name: str) -> None:
+    e = intercode.make(name, dataset=testing.small_dataset(name)).unwrapped
+    assert isinstance(e, IntercodeEnv)
+    try:
+        e.reset(options={"task": 0})
+        with pytest.raises(SnapshotUnsupported, match="cannot snapshot"):
+            e.snapshot()
+        with pytest.raises(SnapshotUnsupported):
+            e.fork()
+    finally:
+        e.close()
