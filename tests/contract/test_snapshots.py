@@ -37,9 +37,20 @@ ALPHABETS = {
             "CREATE TEMP TABLE IF NOT EXISTS tt(b)", "INSERT INTO tt VALUES (x'00ff')",
             "SELECT * FROM tt", "SHOW TABLES", "DROP TABLE IF EXISTS t"],
 }
+SHELL_PROBE = "pwd; echo X=$X; cat /tmp/f; ls /tmp/d; alias; umask; declare -f; set -o | grep glob"
+#: Actions that show the state (run after every sequence, so that any difference shows).
+PROBES = {
+    "bash": [SHELL_PROBE],
+    "ctf": [SHELL_PROBE],
+    "python": ["import os as _os; print(sorted(k for k in globals() if k[0] != '_'), "
+               "globals().get('x'), globals().get('l'), _os.getcwd(), "
+               "_os.path.exists('/tmp/f') and open('/tmp/f').read())"],
+    "sql": ["SELECT group_concat(name) FROM sqlite_master", "SELECT count(*), sum(a) FROM t",
+            "SELECT hex(b) FROM tt"],
+}
 SNAPSHOTTING = sorted(ALPHABETS)
 OTHERS = sorted(b.name for b in benchmarks() if b.name not in ALPHABETS)
-FAST = settings(max_examples=6, deadline=None, derandomize=True,
+FAST = settings(max_examples=5, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 
@@ -71,6 +82,7 @@ def episodes(draw: st.DrawFn, name: str) -> tuple[list[str], list[str]]:
 def test_restore_replays_the_same_observations_and_rewards(env: IntercodeEnv,
                                                            data: st.DataObject) -> None:
     before, after = data.draw(episodes(env.env_name))
+    after += PROBES[env.env_name]
     env.reset(options={"task": 0})
     play(env, before)
     snap = env.snapshot()
@@ -84,21 +96,21 @@ def test_restore_replays_the_same_observations_and_rewards(env: IntercodeEnv,
     snap.release()
 
 
-@FAST
+@settings(FAST, max_examples=3)
 @given(data=st.data())
 def test_fork_and_parent_do_not_see_each_other(env: IntercodeEnv, data: st.DataObject) -> None:
     before, after = data.draw(episodes(env.env_name))
     env.reset(options={"task": 0})
     play(env, before)
-    probe = ALPHABETS[env.env_name][2]
+    probe = PROBES[env.env_name]
     fork = env.fork()
     try:
         assert fork.turn == env.turn and fork.history == env.history
-        expected = play(env, [probe])
+        expected = play(env, probe)
         play(fork, after)
-        assert play(env, [probe]) == expected
+        assert play(env, probe) == expected
         play(env, after)
-        assert play(fork, [probe]) == play(env, [probe])
+        assert play(fork, probe) == play(env, probe)
     finally:
         fork.close()
 
@@ -108,11 +120,11 @@ def test_a_snapshot_survives_many_restores(env: IntercodeEnv) -> None:
     env.reset(options={"task": 0})
     play(env, ALPHABETS[name][:3])
     snap = env.snapshot()
-    probe = ALPHABETS[name][2]
-    expected = play(env, [probe])
+    probe = PROBES[name]
+    expected = play(env, probe)
     for action in ALPHABETS[name] * 2:
         env.restore(snap)
-        assert play(env, [probe]) == expected
+        assert play(env, probe) == expected
         play(env, [action])
     snap.release()
     assert snap.released
