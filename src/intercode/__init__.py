@@ -23,6 +23,7 @@ from intercode.datasets import (
 )
 from intercode.envs import BashEnv, CtfEnv, IntercodeEnv, PythonEnv, SqlEnv
 from intercode.envs.registration import register_all
+from intercode.envs.snapshot import Snapshot
 from intercode.errors import (
     ConfigError,
     DatasetError,
@@ -32,6 +33,8 @@ from intercode.errors import (
     RewardError,
     SandboxError,
     SandboxUnavailableError,
+    SnapshotError,
+    SnapshotUnsupported,
     TaskUnavailable,
 )
 from intercode.sandbox.limits import Limits
@@ -57,6 +60,9 @@ __all__ = [
     "RewardError",
     "SandboxError",
     "SandboxUnavailableError",
+    "Snapshot",
+    "SnapshotError",
+    "SnapshotUnsupported",
     "SqlEnv",
     "SqlLimits",
     "SqlTask",
