@@ -151,3 +151,16 @@ def test_environments_without_snapshots_say_so(name: str) -> None:
             e.fork()
     finally:
         e.close()
+
+
+def test_the_mysql_backend_says_it_cannot_snapshot(mysql_url: str) -> None:
+    e = intercode.make("sql", dataset=testing.small_dataset("sql"), backend="mysql",
+                       mysql_url=mysql_url).unwrapped
+    assert isinstance(e, IntercodeEnv)
+    try:
+        e.reset(options={"task": 0})
+        with pytest.raises(SnapshotUnsupported, match="MysqlSession sessions cannot snapshot"):
+            e.snapshot()
+        assert e.step("SELECT 1")[0]  # the episode goes on
+    finally:
+        e.close()
