@@ -71,12 +71,18 @@ class Snapshots:
         if pid is not None and (pid not in self.held or parent_of(pid) is None):
             self.held.discard(pid)
             return {"gone": True}, b""
+        t0 = time.perf_counter()
         self._kill(keep=tuple(self.held))
+        t1 = time.perf_counter()
         stats = self.tree.restore_to(state)
+        t2 = time.perf_counter()
         if pid is None:
             self._spawn_shell(msg.get("cwd", "/"))
         else:
             self._resume(pid)
+        t3 = time.perf_counter()
+        stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3,
+                     spawn_ms=(t3 - t2) * 1e3)
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_tree_export(self, msg, blob):
