@@ -9,11 +9,13 @@ rows in a table and a temporary table):
 
 - ``snap_restore_ms``: median of ``snapshot()`` + ``restore()`` + ``release()``;
 - ``fork_ms``: median of ``fork()`` (a new environment: its sandbox starts);
+- ``fork_into_warm_ms``: median of ``fork(into=env2)`` into a started environment (a
+  warm pool);
 - ``mem_per_snapshot_kib``: growth of the sandbox's memory (proportional set size where
   the kernel shows it, else resident) and the host's with ``--live`` live snapshots,
   per snapshot;
 - ``growth_kib``: the same memory after ``--cycles`` snapshot/restore/release cycles,
-  minus before (memory returned after release: near 0).
+  minus after the first tenth of them (memory returned after release: near 0).
 
 Goals (issue 15): Bash ≤ 5 ms, Python ≤ 5 ms, SQLite ≤ 1 ms, fork ≤ 20 ms.
 """
@@ -116,11 +118,15 @@ def measure(name: str, repeat: int, live: int, cycles: int) -> dict[str, object]
             env.restore(snap)
             snap.release()
             times.append(time.perf_counter() - t0)
-        forks = []
+        forks, warm = [], []
         for _ in range(max(3, repeat // 20)):
             t0 = time.perf_counter()
             fork = env.fork()
             forks.append(time.perf_counter() - t0)
+            fork.warm_up()
+            t0 = time.perf_counter()
+            env.fork(into=fork)
+            warm.append(time.perf_counter() - t0)
             fork.close()
         env.step(SETUP[name][-1])
         before = total_kib(env)
@@ -128,8 +134,11 @@ def measure(name: str, repeat: int, live: int, cycles: int) -> dict[str, object]
         with_live = total_kib(env)
         for snap in held:
             snap.release()
-        start = total_kib(env)
-        for _ in range(cycles):
+        warm = cycles // 10  # allocators settle first
+        start = 0
+        for i in range(cycles):
+            if i == warm:
+                start = total_kib(env)
             snap = env.snapshot()
             env.restore(snap)
             snap.release()
@@ -137,6 +146,7 @@ def measure(name: str, repeat: int, live: int, cycles: int) -> dict[str, object]
         return {"env": name, "snap_restore_ms": round(1000 * statistics.median(times), 3),
                 "snap_restore_p90_ms": round(1000 * sorted(times)[int(0.9 * len(times))], 3),
                 "fork_ms": round(1000 * statistics.median(forks), 1),
+                "fork_into_warm_ms": round(1000 * statistics.median(warm), 1),
                 "mem_per_snapshot_kib": round((with_live - before) / live, 1),
                 "cycles": cycles, "growth_kib": end - start}
     finally:

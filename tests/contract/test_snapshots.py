@@ -9,6 +9,7 @@ actions; one snapshot survives many restores. Environments that cannot snapshot
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 
 import pytest
@@ -19,7 +20,7 @@ import intercode
 from intercode import testing
 from intercode.benchmarks import benchmarks
 from intercode.envs.base import IntercodeEnv
-from intercode.errors import SnapshotUnsupported
+from intercode.errors import ConfigError, SnapshotUnsupported
 
 SHELL = ["echo a >> /tmp/f", "cat /tmp/f", "cd /tmp", "cd /", "pwd", "X=$((X+1)); echo $X",
          "rm -f /tmp/f", "mkdir -p /tmp/d && touch /tmp/d/$X && ls /tmp/d", "f() { echo $X; }",
@@ -164,3 +165,35 @@ def test_the_mysql_backend_says_it_cannot_snapshot(mysql_url: str) -> None:
         assert e.step("SELECT 1")[0]  # the episode goes on
     finally:
         e.close()
+
+
+def test_a_collected_snapshot_is_freed_on_the_environments_next_call(env: IntercodeEnv) -> None:
+    """The garbage collector may run in the middle of a sandbox request (or on another
+    thread): the finalizer only queues the state; the environment frees it itself."""
+    env.reset(options={"task": 0})
+    snap = env.snapshot()
+    state = snap.state
+    cycle: list[object] = [snap]
+    cycle.append(cycle)
+    del snap, cycle
+    gc.collect()
+    assert env._snapshots.pending == [state]
+    assert not getattr(state, "released", False)
+    env.step(ALPHABETS[env.env_name][0])
+    assert env._snapshots.pending == []
+
+
+def test_fork_into_a_warm_environment(env: IntercodeEnv) -> None:
+    env.reset(options={"task": 0})
+    play(env, ALPHABETS[env.env_name][:2])
+    warm = env.sibling()
+    try:
+        warm.reset(options={"task": 0})
+        play(warm, ALPHABETS[env.env_name][2:4])
+        assert env.fork(into=warm) is warm
+        assert warm.task == env.task and warm.history == env.history
+        assert play(warm, PROBES[env.env_name]) == play(env, PROBES[env.env_name])
+        with pytest.raises(ConfigError, match="same class and dataset"):
+            env.fork(into=env)
+    finally:
+        warm.close()

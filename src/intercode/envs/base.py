@@ -179,34 +179,47 @@ class IntercodeEnv(gym.Env[str, str]):
         task = self.task
         if task is None:
             raise EnvStateError("call reset() before snapshot()")
+        self._snapshots.drain()
         state = self.save_state()
         turn, done, history = self.turn, self.done, tuple(self.history)
         return self._snapshots.issue(
-            lambda owner, episode: Snapshot(owner, episode, task, turn, done, history, state))
+            lambda owner, episode, pending: Snapshot(owner, episode, task, turn, done, history,
+                                                     state, pending))
 
     def restore(self, snap: Snapshot) -> None:
         """Continue the episode from ``snap`` (taken by this environment in this episode);
         anything else is refused with a :class:`~intercode.errors.SnapshotError`."""
         snap = self._snapshots.check(snap, self.task)
+        self._snapshots.drain()
         self.restore_note = ""
         self.load_state(snap.state)
         self.turn, self.done, self.history = snap.turn, snap.done, list(snap.history)
 
-    def fork(self) -> IntercodeEnv:
-        """A second, independent environment in this one's state (create it on the thread
-        that will use it: its sandboxes die with the thread that started them)."""
+    def fork(self, into: IntercodeEnv | None = None) -> IntercodeEnv:
+        """A second, independent environment in this one's state.
+
+        By default a new one (:meth:`sibling`: its sandboxes start, which is most of the
+        cost); ``into``: an environment made beforehand with the same arguments (a warm
+        pool), whose episode is replaced. Create environments on the thread that will use
+        them: their sandboxes die with the thread that started them.
+        """
         task = self.task
         if task is None:
             raise EnvStateError("call reset() before fork()")
+        if into is not None and (into is self or type(into) is not type(self)
+                                 or into.dataset.name != self.dataset.name):
+            raise ConfigError("fork(into=...) takes another environment of the same class "
+                              "and dataset")
         snap = self.snapshot()
-        other = self.sibling()
+        other = self.sibling() if into is None else into
         try:
             other.reset(options={"task": task.index})
             self.transfer_state(snap.state, other)
             other.turn, other.done, other.history = snap.turn, snap.done, list(snap.history)
             other.np_random = copy.deepcopy(self.np_random)
         except BaseException:
-            other.close()
+            if into is None:
+                other.close()
             raise
         finally:
             snap.release()
@@ -263,6 +276,7 @@ class IntercodeEnv(gym.Env[str, str]):
             raise EnvStateError("the episode has ended; call reset()")
         if not isinstance(action, str):
             raise TypeError(f"actions are strings, got {type(action).__name__}")
+        self._snapshots.drain()
         self.turn += 1
         keyword = action.strip()
         submitted, argument = self.parse_submit(keyword)

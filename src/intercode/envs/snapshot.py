@@ -8,12 +8,15 @@ registry of the handles it issued, so a forged or copied object, one of another
 environment, of an earlier episode or one already released is refused with a
 :class:`~intercode.errors.SnapshotError`. Releasing frees the execution state (held
 processes, copies inside the sandbox); it is idempotent and also happens when the
-handle is garbage-collected and when its environment resets or closes.
+handle is garbage-collected and when its environment resets or closes. The state is
+freed by the environment at its next call, on its own thread (a release may come from
+the garbage collector in the middle of a sandbox request).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import weakref
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol, SupportsIndex
@@ -22,6 +25,7 @@ from intercode.datasets import Task
 from intercode.errors import SnapshotError
 
 _ids = itertools.count(1)
+log = logging.getLogger(__name__)
 
 
 class ExecState(Protocol):
@@ -54,7 +58,8 @@ class Snapshot:
     _finalizer: weakref.finalize[[ExecState], None]
 
     def __init__(self, owner: int, episode: int, task: Task, turn: int, done: bool,
-                 history: tuple[tuple[str, str], ...], state: ExecState) -> None:
+                 history: tuple[tuple[str, str], ...], state: ExecState,
+                 pending: list[ExecState]) -> None:
         setter = object.__setattr__
         setter(self, "_id", next(_ids))
         setter(self, "_owner", owner)
@@ -64,7 +69,9 @@ class Snapshot:
         setter(self, "_done", done)
         setter(self, "_history", history)
         setter(self, "_state", state)
-        setter(self, "_finalizer", weakref.finalize(self, _release_state, state))
+        finalizer = weakref.finalize(self, pending.append, state)
+        finalizer.atexit = False  # the sandboxes die with the process anyway
+        setter(self, "_finalizer", finalizer)
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError("a Snapshot is immutable")
@@ -107,19 +114,14 @@ class Snapshot:
         return self._state
 
     def release(self) -> None:
-        """Free the execution state now (idempotent)."""
+        """Free the execution state (idempotent). The environment frees it at its next
+        call (on its own thread: a release may come from any thread, or from the
+        garbage collector in the middle of another call)."""
         self._finalizer()
 
     def __repr__(self) -> str:
         what = "released" if self.released else f"turn {self._turn}"
         return f"<Snapshot #{self._id} of task {self._task.index}, {what}>"
-
-
-def _release_state(state: ExecState) -> None:
-    try:
-        state.release()
-    except Exception:  # a finalizer must not raise (the sandbox may be gone)
-        pass
 
 
 class Registry:
@@ -128,12 +130,13 @@ class Registry:
     def __init__(self) -> None:
         self.owner = next(_ids)
         self.episode = 0
+        self.pending: list[ExecState] = []  # released, to free on the environment's thread
         self._issued: weakref.WeakValueDictionary[int, Snapshot] = (
             weakref.WeakValueDictionary())
 
-    def issue(self, make: Callable[[int, int], Snapshot]) -> Snapshot:
-        """Record the snapshot ``make(owner, episode)`` returns."""
-        snap = make(self.owner, self.episode)
+    def issue(self, make: Callable[[int, int, list[ExecState]], Snapshot]) -> Snapshot:
+        """Record the snapshot ``make(owner, episode, pending)`` returns."""
+        snap = make(self.owner, self.episode, self.pending)
         self._issued[snap._id] = snap
         return snap
 
@@ -152,9 +155,19 @@ class Registry:
                                 "episode; the environment has been reset since")
         return snap
 
+    def drain(self) -> None:
+        """Free the states of the snapshots released since the last call."""
+        while self.pending:
+            state = self.pending.pop()
+            try:
+                state.release()
+            except Exception:  # the sandbox may be gone: what it held went with it
+                log.debug("releasing a snapshot failed", exc_info=True)
+
     def release_all(self) -> None:
         """Release every issued snapshot (on reset and close) and start a new episode."""
         self.episode += 1
         for snap in list(self._issued.values()):
             snap.release()
         self._issued.clear()
+        self.drain()
