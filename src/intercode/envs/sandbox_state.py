@@ -119,10 +119,10 @@ def save(box: Sandbox, python: bool = False, **extra: Any) -> SandboxState:
                                 f"{result.observation[-200:]!r}")
     state = SandboxState(box=box, cwd="/", background=0, shell=shell, extra=extra)
     try:
-        info = box.tree_snapshot(state.ident)
-        state.cwd, state.background = info.cwd, info.background
         if python:
             state.held = box.hold()
+        info = box.tree_snapshot(state.ident, state.held)
+        state.cwd, state.background = info.cwd, info.background
     except BaseException:
         state.release()
         raise

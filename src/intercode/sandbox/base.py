@@ -117,8 +117,9 @@ class Sandbox(ABC):
 
     # -- snapshots (optional: a backend without them raises SnapshotUnsupported) ---------
 
-    def tree_snapshot(self, ident: int) -> TreeSnapshotInfo:
-        """Keep the tree's state now inside the sandbox as snapshot ``ident``."""
+    def tree_snapshot(self, ident: int, held: int | None = None) -> TreeSnapshotInfo:
+        """Keep the tree's state now inside the sandbox as snapshot ``ident``; ``held``:
+        a copy of the interpreter (of :meth:`hold`) that the snapshot keeps."""
         raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot snapshot")
 
     def tree_restore(self, ident: int, cwd: str, held: int | None = None) -> None:
@@ -135,7 +136,8 @@ class Sandbox(ABC):
         raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot fork")
 
     def hold(self) -> int:
-        """Fork a held copy of the Python interpreter; its pid."""
+        """Fork a held copy of the Python interpreter; its pid (pass it to the next
+        :meth:`tree_snapshot`)."""
         raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot hold interpreters")
 
     def drop_held(self, pid: int) -> None:  # noqa: B027  (nothing held without snapshots)

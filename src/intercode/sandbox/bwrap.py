@@ -125,6 +125,8 @@ class BwrapSandbox(base.Sandbox):
         self._channel: Channel | None = None
         self._io: ShellIO | None = None
         self._host_fds: list[int] = []
+        self._drops: list[int] = []  # snapshots released, forgotten with the next request
+        self._held_drops: list[int] = []
         self._stderr_fd: int | None = None
         self._tree_id: str | None = None
         self._net: SandboxNetwork | None = None
@@ -299,6 +301,8 @@ class BwrapSandbox(base.Sandbox):
 
     def _after_new_shell(self, reply: dict[str, Any], cwd: str) -> None:
         assert self._io is not None
+        if reply.get("stats", {}).get("snapshots_cleared"):
+            self._drops, self._held_drops = [], []
         self._io.discard_output()
         self._io.fresh_shell(int(reply["shell_pid"]), cwd)
 
@@ -382,9 +386,13 @@ class BwrapSandbox(base.Sandbox):
 
     # -- snapshots (see inbox/snaps.py) ---------------------------------------------------
 
-    def tree_snapshot(self, ident: int) -> base.TreeSnapshotInfo:
-        """Keep the tree's state now inside the sandbox as snapshot ``ident``."""
-        reply, _ = self._request({"op": "tree_snap", "id": ident})
+    def tree_snapshot(self, ident: int, held: int | None = None) -> base.TreeSnapshotInfo:
+        """Keep the tree's state now inside the sandbox as snapshot ``ident`` (and
+        register the held interpreter ``held``)."""
+        reply, _ = self._request(self._with_drops({"op": "tree_snap", "id": ident,
+                                                   "held": held}))
+        if reply.get("refused"):
+            raise SnapshotError(f"the snapshot was refused: {reply['refused']}")
         return base.TreeSnapshotInfo(cwd=str(reply.get("cwd", "/")),
                                      background=int(reply.get("background", 0)))
 
@@ -393,16 +401,20 @@ class BwrapSandbox(base.Sandbox):
         msg: dict[str, Any] = {"op": "tree_restore", "id": ident, "cwd": cwd}
         if held is not None:
             msg["pid"] = held
-        reply, _ = self._request(msg)
+        reply, _ = self._request(self._with_drops(msg))
         if reply.get("gone"):
             raise SnapshotError("the snapshot's held interpreter is gone (killed inside the "
                                 "sandbox); it cannot be restored")
         self._after_new_shell(reply, cwd)
 
     def tree_drop(self, ident: int) -> None:
-        """Forget tree snapshot ``ident`` (nothing to do if the sandbox is gone)."""
-        if self.alive:
-            self._request({"op": "tree_drop", "id": ident})
+        """Forget tree snapshot ``ident`` with the next snapshot request (no round trip)."""
+        self._drops.append(ident)
+
+    def _with_drops(self, msg: dict[str, Any]) -> dict[str, Any]:
+        msg["drop"], self._drops = self._drops, []
+        msg["drop_held"], self._held_drops = self._held_drops, []
+        return msg
 
     def tree_copy(self, ident: int, other: base.Sandbox, other_ident: int) -> None:
         """Copy tree snapshot ``ident`` into ``other`` (a bubblewrap sandbox)."""
@@ -413,20 +425,17 @@ class BwrapSandbox(base.Sandbox):
                        data)
 
     def hold(self) -> int:
-        """Fork a held copy of the interpreter (registered with the supervisor)."""
+        """Fork a held copy of the interpreter (registered by the next tree snapshot)."""
         result = self.run("", kind="hold")
         try:
-            pid = int(json.loads(result.reply or "")["pid"])
+            return int(json.loads(result.reply or "")["pid"])
         except (ValueError, KeyError, TypeError) as exc:
             raise SnapshotError("the interpreter did not hold a copy of itself: "
                                 f"{result.observation[-200:]}") from exc
-        self._request({"op": "py_hold", "pid": pid})
-        return pid
 
     def drop_held(self, pid: int) -> None:
-        """Kill held copy ``pid`` (nothing to do if the sandbox is gone)."""
-        if self.alive:
-            self._request({"op": "py_drop", "pid": pid})
+        """Kill held copy ``pid`` with the next snapshot request (no round trip)."""
+        self._held_drops.append(pid)
 
     @property
     def cwd(self) -> str:

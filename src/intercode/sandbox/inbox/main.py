@@ -242,6 +242,7 @@ class Supervisor(snaps.Snapshots):
             stats = self.tree.load(proto.unpack_entries(msg["entries"], blob))
             self.tree_id = msg.get("tree_id")
         self._spawn_shell(msg.get("cwd", "/"))
+        stats["snapshots_cleared"] = True
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_reset(self, msg, blob):
@@ -255,7 +256,8 @@ class Supervisor(snaps.Snapshots):
         t2 = time.perf_counter()
         self._spawn_shell(msg.get("cwd", "/"))
         t3 = time.perf_counter()
-        stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3, spawn_ms=(t3 - t2) * 1e3)
+        stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3, spawn_ms=(t3 - t2) * 1e3,
+                     snapshots_cleared=True)
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_interrupt(self, msg, blob):

@@ -8,12 +8,13 @@ snapshot's directory (the host then replays the shell's state). Processes other 
 the shell at snapshot time are counted, so that the host can say they were not
 carried over.
 
-Held interpreters (``py_hold``, ``py_drop``): the Python interpreter
-forks a paused copy of itself on a ``hold`` request (see ``pyhold``) and reports its
-pid; the host registers it here. Held copies survive interrupts and restarts (not
-resets); a ``tree_restore`` with a ``pid`` kills the interpreter and signals the held
-copy, which forks a new interpreter (an orphan, so that it becomes our child) and stays
-held, so that a snapshot survives any number of restores.
+Held interpreters: the Python interpreter forks a paused copy of itself on a ``hold``
+request (see ``pyhold``) and reports its pid; the host registers it with the tree
+snapshot (``held``) and drops it with a later request (``drop_held``). Held copies
+survive interrupts and restarts (not resets); a ``tree_restore`` with a ``pid`` kills
+the interpreter and signals the held copy, which forks a new interpreter (an orphan, so
+that it becomes our child) and stays held, so that a snapshot survives any number of
+restores.
 """
 
 import os
@@ -58,14 +59,29 @@ class Snapshots:
         spare = () if self.shell.spare is None else (self.shell.spare[0],)
         return len(shell.live_pids({1, os.getpid(), *self.keep_alive(), *spare}))
 
+    def _forget(self, msg):
+        """The drops the host queued since its last snapshot request (``drop``: tree
+        snapshot ids, ``drop_held``: held pids)."""
+        for ident in msg.get("drop", ()):
+            self.tree_snaps.pop(int(ident), None)
+        for pid in msg.get("drop_held", ()):
+            self._drop_held(int(pid))
+
     def op_tree_snap(self, msg, blob):
-        """Keep the tree's state now as snapshot ``id``."""
+        """Keep the tree's state now as snapshot ``id`` (and register ``held``)."""
+        self._forget(msg)
+        if msg.get("held") is not None:
+            pid = int(msg["held"])
+            if self.shell.pid is None or parent_of(pid) != self.shell.pid:
+                return {"refused": "process %d is not a copy held by the interpreter" % pid}, b""
+            self.held.add(pid)
         self.tree_snaps[int(msg["id"])] = self.tree.snapshot()
         return {"background": self.background(), "cwd": self.shell.cwd() or "/"}, b""
 
     def op_tree_restore(self, msg, blob):
         """Kill everything (held copies excepted), bring the tree to snapshot ``id``, and
         start a fresh shell in ``cwd`` or, with ``pid``, resume that held interpreter."""
+        self._forget(msg)
         state = self.tree_snaps[int(msg["id"])]
         pid = msg.get("pid")
         if pid is not None and (pid not in self.held or parent_of(pid) is None):
@@ -111,17 +127,8 @@ class Snapshots:
         self.tree_snaps.pop(int(msg["id"]), None)
         return {}, b""
 
-    def op_py_hold(self, msg, blob):
-        """Register the held copy ``pid`` (a child of the interpreter)."""
-        pid = int(msg["pid"])
-        if self.shell.pid is None or parent_of(pid) != self.shell.pid:
-            raise ValueError("process %d is not a copy held by the interpreter" % pid)
-        self.held.add(pid)
-        return {}, b""
-
-    def op_py_drop(self, msg, blob):
+    def _drop_held(self, pid):
         """Kill the held copy ``pid``."""
-        pid = int(msg["pid"])
         if pid in self.held:
             self.held.discard(pid)
             try:
@@ -129,7 +136,6 @@ class Snapshots:
             except ProcessLookupError:
                 pass
             self.reap()
-        return {}, b""
 
     def _resume(self, pid):
         """Replace the (killed) interpreter by a new fork of the held copy ``pid``."""
