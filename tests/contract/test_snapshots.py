@@ -51,7 +51,7 @@ PROBES = {
 }
 SNAPSHOTTING = sorted(ALPHABETS)
 OTHERS = sorted(b.name for b in benchmarks() if b.name not in ALPHABETS)
-FAST = settings(max_examples=5, deadline=None, derandomize=True,
+FAST = settings(max_examples=5, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 
