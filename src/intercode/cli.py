@@ -267,6 +267,10 @@ def _add_serve(sub: Any) -> None:
                     help="http: idle environments kept started for the next sessions (4)")
     mc.add_argument("--idle-timeout", type=seconds(), default=600.0,
                     help="seconds without a call after which a session is closed (600)")
+    mc.add_argument("--reconnect-grace", type=seconds(), default=None,
+                    help="http: seconds a client whose event stream closed has to reopen "
+                         "it (or call) before it is taken for gone and its session "
+                         "closed (5)")
     mc.add_argument("--token-env", default=None, metavar="VAR",
                     help="http: require `Authorization: Bearer <token>`, the token read "
                          "from the environment variable VAR")
@@ -485,6 +489,7 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
     if not http:
         for flag, given in (("--host", args.host), ("--port", args.port),
                             ("--max-sessions", args.max_sessions), ("--warm", args.warm),
+                            ("--reconnect-grace", args.reconnect_grace),
                             ("--token-env", args.token_env)):
             if given is not None:
                 raise ConfigError(f"{flag} applies only to --transport http (a stdio server "
@@ -494,7 +499,8 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
     config = ServeConfig(env=args.env, dataset=_dataset(args), settings=_settings(args),
                          max_sessions=max_sessions,
                          warm=min(max_sessions, 4 if args.warm is None else args.warm),
-                         idle_timeout=args.idle_timeout)
+                         idle_timeout=args.idle_timeout,
+                         reconnect_grace=args.reconnect_grace or 5.0)
     return serve(config, args.transport, host=args.host or "127.0.0.1",
                  port=8000 if args.port is None else args.port, token=token)
 
