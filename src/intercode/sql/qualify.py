@@ -69,12 +69,13 @@ class Token:
         return None
 
 
-def tokens(sql: str, backslash_escapes: bool = True) -> list[Token]:
-    """The significant tokens of ``sql`` (no white space, no comments)."""
+def tokens(sql: str, backslash_escapes: bool = True, significant: bool = True) -> list[Token]:
+    """The tokens of ``sql``; only the significant ones (no white space, no comments)
+    unless ``significant`` is false (then they cover the text)."""
     out = []
     for m in _LEXERS[backslash_escapes].finditer(sql):
         kind = m.lastgroup or "other"
-        if kind not in ("ws", "comment"):
+        if not significant or kind not in ("ws", "comment"):
             out.append(Token(kind, m.group(), m.start()))
     return out
 
