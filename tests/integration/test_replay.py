@@ -86,7 +86,7 @@ def test_upstream_gpt35_fs4_fidelity(tmp_path, mirror):
 
 @pytest.mark.parametrize("backend", ["sqlite", "mysql"])
 def test_upstream_gpt35_sql_fidelity(tmp_path, mirror, request, backend):
-    """Measured: 96.2 % (SQLite) and 98.0 % (MariaDB) of 1034 episodes reach the recorded
+    """Measured: 96.3 % (SQLite) and 98.2 % (MariaDB) of 1034 episodes reach the recorded
     best reward; the rest are explained in the notes (engine row order, ties, leaked state)."""
     url = request.getfixturevalue("mysql_url") if backend == "mysql" else None
     path = mirror / "results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json"

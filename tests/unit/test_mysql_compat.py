@@ -186,6 +186,26 @@ def test_map_qualified(databases: dict[str, Database], sql: str, expected: str,
     assert _mapped(sql, databases) == (expected, renamed)
 
 
+def test_statements_past_the_size_bound_are_passed_on_as_written(
+        databases: dict[str, Database]) -> None:
+    """The rewrite runs on the host: beyond MAX_CHARS it is skipped (never a boundary)."""
+    from intercode.sql.qualify import MAX_CHARS
+
+    sql = "SELECT * FROM world_1.city WHERE 1 = 1" + " " * (MAX_CHARS - 38)
+    assert _mapped(sql, databases) == (sql.replace("world_1", "X_world_1"), ["world_1"])
+    longer = sql + " "
+    assert _mapped(longer, databases) == (longer, [])
+
+
+def test_backslashes_escape_only_where_the_dialect_says_so(
+        databases: dict[str, Database]) -> None:
+    sql = "SELECT 'a\\' FROM world_1.city WHERE 'b' = 'c'"  # SQLite: 'a\' ends the string
+    assert map_qualified(sql, databases, lambda db: "X", backslash_escapes=False) == \
+        sql.replace("world_1", "X")
+    mysql = "SELECT 'a\\' FROM world_1.city'"  # MySQL: \' does not end it
+    assert map_qualified(mysql, databases, lambda db: "X") == mysql
+
+
 # -- functions -------------------------------------------------------------------------------
 
 

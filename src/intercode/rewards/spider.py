@@ -16,10 +16,16 @@ is the evaluator's default.
 
 from __future__ import annotations
 
-from intercode.sql.qualify import tokens
+import re
 
 METRICS = ("exec_match", "exec_match_nodistinct")
 _OPERATORS = (("> =", ">="), ("< =", "<="), ("! =", "!="))
+# what is kept whole (strings, quoted names, comments), or the keyword as a word of its own
+_DISTINCT = re.compile(r"""
+    ( '(?:[^'\\]|\\.|'')*(?:'|\Z) | "(?:[^"\\]|\\.|"")*(?:"|\Z) | `(?:[^`]|``)*(?:`|\Z)
+    | /\*.*?(?:\*/|\Z) | --[^\n]* | \#[^\n]* )
+  | (?<![\w$])distinct(?![\w$])
+""", re.I | re.S | re.X)
 
 
 def repair_operators(sql: str) -> str:
@@ -31,7 +37,7 @@ def repair_operators(sql: str) -> str:
 
 def remove_distinct(sql: str) -> str:
     """``sql`` without its ``DISTINCT`` keywords (words only; the rest kept as is)."""
-    return "".join(t.text for t in tokens(sql, significant=False) if t.word != "DISTINCT")
+    return _DISTINCT.sub(lambda m: m.group(1) or "", sql)
 
 
 def official_text(sql: str, keep_distinct: bool) -> str:

@@ -146,7 +146,7 @@ def map_qualified(sql: str, databases: dict[str, Database], rename: Callable[[st
         return name is not None and find_table(databases[name], table) is not None
 
     out, last = [], 0
-    for tok in database_parts(sql, is_database, backslash_escapes):
+    for tok in database_parts(sql, is_database, backslash_escapes, names=databases.keys()):
         new = rename(canonical[(tok.name or "").lower()])
         out += [sql[last:tok.start], f"`{new}`" if tok.kind == "quoted" else new]
         last = tok.start + len(tok.text)
