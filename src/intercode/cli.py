@@ -19,6 +19,7 @@ from intercode.cli_types import Parser, integer, number, seconds
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, IntercodeError
 from intercode.llm.client import ModelConfig
+from intercode.rewards.spider import METRICS
 from intercode.runner.worker import AGENTS
 from intercode.sandbox.limits import Limits
 
@@ -41,7 +42,7 @@ def _settings(args: argparse.Namespace) -> EnvSettings:
                        sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network,
                        sql_max_rows=args.sql_max_rows,
                        sql_max_result_rows=args.sql_max_result_rows,
-                       test_timeout=args.test_timeout)
+                       sql_metric=args.sql_metric, test_timeout=args.test_timeout)
 
 
 def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
@@ -64,6 +65,10 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
                    help="sql: result rows shown in an observation (1000)")
     p.add_argument("--sql-max-result-rows", type=integer(1), default=None,
                    help="sql: result rows kept for the reward (200000)")
+    p.add_argument("--sql-metric", default=None, choices=list(METRICS),
+                   help="sql: the Spider metric reported as exec_match: exec_match (the "
+                        "official evaluator with --keep_distinct, default) or "
+                        "exec_match_nodistinct (its default: DISTINCT deleted)")
     p.add_argument("--test-timeout", type=seconds(), default=None,
                    help="python: seconds per test statement when scoring (5)")
     p.add_argument("--network", action="store_true",
@@ -134,6 +139,7 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
                                 ("--sql-max-rows", "sql_max_rows", args.sql_max_rows is not None),
                                 ("--sql-max-result-rows", "sql_max_result_rows",
                                  args.sql_max_result_rows is not None),
+                                ("--sql-metric", "sql_metric", args.sql_metric is not None),
                                 ("--test-timeout", "test_timeout", args.test_timeout is not None)):
         if given and option not in options:
             takers = [b.name for b in benchmarks() if option in b.options]
