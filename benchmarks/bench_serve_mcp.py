@@ -11,6 +11,9 @@ One server (bash, bash-demo) in a subprocess on a free loopback port, then:
   rss        the server's VmRSS (and its sandboxes', summed) with k live sessions
              (k clients that have reset), and the growth per live session
   hold       how many live sessions the server holds at once, trying --hold of them
+  layers     one client's `execute("true")` (p50/p99): in process, over HTTP with a plain
+             synchronous client (the server's side), with the SDK's client; a bare
+             JSON-over-HTTP endpoint with the plain client (the HTTP floor)
 Everything is bounded: each call has a time-out, the server is killed at the end.
 """
 
@@ -196,6 +199,119 @@ async def rss_and_hold(proc: subprocess.Popen[str], url: str, hold: int) -> dict
                 (last["sandboxes_rss_mib"] - first["sandboxes_rss_mib"]) / span, 2)}
 
 
+# -- where a step's time goes ----------------------------------------------------------------
+
+FLOOR_APP = """
+import sys, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+async def answer(request):
+    body = await request.json()
+    return JSONResponse({"jsonrpc": "2.0", "id": body.get("id"), "result": {}})
+print("ready", flush=True)
+uvicorn.run(Starlette(routes=[Route("/mcp", answer, methods=["POST"])]), host="127.0.0.1",
+            port=int(sys.argv[1]), log_config=None, access_log=False)
+"""
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def raw_rpc(url: str, calls: int, body: dict[str, Any],
+            session: bool = True) -> list[float]:
+    """Latencies of one JSON-RPC request repeated over one keep-alive connection, with a
+    plain synchronous HTTP client (no MCP SDK): what the server side costs."""
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+    samples = []
+    with httpx2.Client(headers=headers, timeout=CALL_TIMEOUT) as web:
+        if session:
+            hello = web.post(url, json={
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "bench", "version": "1"}}})
+            web.headers.update({"mcp-session-id": hello.headers["mcp-session-id"],
+                                "mcp-protocol-version": "2025-06-18"})
+            web.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            web.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                "params": {"name": "reset", "arguments": {"task": 0}}})
+        for i in range(calls):
+            began = time.perf_counter()
+            answer = web.post(url, json={**body, "id": i + 2})
+            samples.append((time.perf_counter() - began) * 1000)
+            if answer.status_code != 200 or "error" in answer.json():
+                raise RuntimeError(f"{body['method']}: {answer.text[:200]}")
+        if session:
+            web.delete(url)
+    return samples
+
+
+async def sdk_calls(url: str, calls: int) -> list[float]:
+    samples = []
+    async with client(url) as c:
+        await c.call_tool("reset", {"task": 0})
+        for _ in range(calls):
+            began = time.perf_counter()
+            await c.call_tool("execute", {"code": "true"})
+            samples.append((time.perf_counter() - began) * 1000)
+    return samples
+
+
+def layers(url: str, calls: int) -> dict[str, Any]:
+    """`execute("true")` in process, over HTTP with a plain client, and with the SDK's
+    client; a bare HTTP JSON endpoint with the same plain client (the HTTP floor)."""
+    from intercode.serve.sessions import ServeConfig, SessionPool
+
+    pool = SessionPool(ServeConfig(env="bash", dataset=DATASET, max_sessions=1, warm=1))
+    try:
+        session = pool.open()
+        session.reset(task=0)
+        inproc_samples = []
+        for _ in range(calls):
+            began = time.perf_counter()
+            session.execute("true")
+            inproc_samples.append((time.perf_counter() - began) * 1000)
+    finally:
+        pool.shutdown()
+    port = free_port()
+    floor_proc = subprocess.Popen([sys.executable, "-c", FLOOR_APP, str(port)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert floor_proc.stdout is not None
+        floor_proc.stdout.readline()
+        for _ in range(100):  # until it listens
+            try:
+                raw_rpc(f"http://127.0.0.1:{port}/mcp", 1, {"jsonrpc": "2.0", "method": "ping"},
+                        session=False)
+                break
+            except httpx2.HTTPError:
+                time.sleep(0.1)
+        floor = raw_rpc(f"http://127.0.0.1:{port}/mcp", calls,
+                        {"jsonrpc": "2.0", "method": "ping"}, session=False)
+    finally:
+        floor_proc.kill()
+        floor_proc.wait()
+    ping = raw_rpc(url, calls, {"jsonrpc": "2.0", "method": "ping"})
+    raw = raw_rpc(url, calls, {"jsonrpc": "2.0", "method": "tools/call",
+                               "params": {"name": "execute", "arguments": {"code": "true"}}})
+    sdk = anyio.run(sdk_calls, url, calls)
+    out: dict[str, Any] = {
+        "inproc_execute": summary(inproc_samples), "http_floor": summary(floor),
+        "raw_ping": summary(ping), "raw_execute": summary(raw), "sdk_execute": summary(sdk)}
+    base = out["inproc_execute"]["p50_ms"]
+    out["overhead_p50_ms"] = {
+        "server_with_plain_client": round(out["raw_execute"]["p50_ms"] - base, 2),
+        "of_which_plain_http": out["http_floor"]["p50_ms"],
+        "sdk_client": round(out["sdk_execute"]["p50_ms"] - base, 2)}
+    return out
+
+
 # -- the floor -----------------------------------------------------------------------------
 
 def inproc(calls: int) -> dict[str, Any]:
@@ -227,6 +343,7 @@ def main() -> int:
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--hold", type=int, default=64)
     parser.add_argument("--inproc-calls", type=int, default=200)
+    parser.add_argument("--layer-calls", type=int, default=500)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     os.environ.setdefault("INTERCODE_DATA_MIRROR", str(
@@ -238,6 +355,7 @@ def main() -> int:
     proc, url = start_server(max(args.hold, args.clients))
     try:
         cpu = cpu_s(proc.pid)
+        report["layers"] = layers(url, args.layer_calls)
         report["load"] = anyio.run(load, url, args.clients, args.episodes)
         calls = sum(c["n"] for c in report["load"]["calls"].values())
         report["load"]["server_cpu_ms_per_call"] = round(

@@ -19,6 +19,7 @@ from intercode.cli_types import Parser, integer, number, seconds
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, IntercodeError
 from intercode.llm.client import ModelConfig
+from intercode.rewards.spider import METRICS
 from intercode.runner.worker import AGENTS
 from intercode.sandbox.limits import Limits
 
@@ -41,7 +42,7 @@ def _settings(args: argparse.Namespace) -> EnvSettings:
                        sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network,
                        sql_max_rows=args.sql_max_rows,
                        sql_max_result_rows=args.sql_max_result_rows,
-                       test_timeout=args.test_timeout)
+                       sql_metric=args.sql_metric, test_timeout=args.test_timeout)
 
 
 def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
@@ -64,6 +65,10 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
                    help="sql: result rows shown in an observation (1000)")
     p.add_argument("--sql-max-result-rows", type=integer(1), default=None,
                    help="sql: result rows kept for the reward (200000)")
+    p.add_argument("--sql-metric", default=None, choices=list(METRICS),
+                   help="sql: the Spider metric reported as exec_match: exec_match (the "
+                        "official evaluator with --keep_distinct, default) or "
+                        "exec_match_nodistinct (its default: DISTINCT deleted)")
     p.add_argument("--test-timeout", type=seconds(), default=None,
                    help="python: seconds per test statement when scoring (5)")
     p.add_argument("--network", action="store_true",
@@ -134,6 +139,7 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
                                 ("--sql-max-rows", "sql_max_rows", args.sql_max_rows is not None),
                                 ("--sql-max-result-rows", "sql_max_result_rows",
                                  args.sql_max_result_rows is not None),
+                                ("--sql-metric", "sql_metric", args.sql_metric is not None),
                                 ("--test-timeout", "test_timeout", args.test_timeout is not None)):
         if given and option not in options:
             takers = [b.name for b in benchmarks() if option in b.options]
@@ -267,6 +273,10 @@ def _add_serve(sub: Any) -> None:
                     help="http: idle environments kept started for the next sessions (4)")
     mc.add_argument("--idle-timeout", type=seconds(), default=600.0,
                     help="seconds without a call after which a session is closed (600)")
+    mc.add_argument("--reconnect-grace", type=seconds(), default=None,
+                    help="http: seconds a client whose event stream closed has to reopen "
+                         "it (or call) before it is taken for gone and its session "
+                         "closed (5)")
     mc.add_argument("--token-env", default=None, metavar="VAR",
                     help="http: require `Authorization: Bearer <token>`, the token read "
                          "from the environment variable VAR")
@@ -485,6 +495,7 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
     if not http:
         for flag, given in (("--host", args.host), ("--port", args.port),
                             ("--max-sessions", args.max_sessions), ("--warm", args.warm),
+                            ("--reconnect-grace", args.reconnect_grace),
                             ("--token-env", args.token_env)):
             if given is not None:
                 raise ConfigError(f"{flag} applies only to --transport http (a stdio server "
@@ -494,7 +505,8 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
     config = ServeConfig(env=args.env, dataset=_dataset(args), settings=_settings(args),
                          max_sessions=max_sessions,
                          warm=min(max_sessions, 4 if args.warm is None else args.warm),
-                         idle_timeout=args.idle_timeout)
+                         idle_timeout=args.idle_timeout,
+                         reconnect_grace=args.reconnect_grace or 5.0)
     return serve(config, args.transport, host=args.host or "127.0.0.1",
                  port=8000 if args.port is None else args.port, token=token)
 

@@ -270,3 +270,35 @@ def test_session_state_does_not_leak_into_the_next_episode(agent):
     agent.reset("world_1")
     assert agent.execute("SELECT count(*) FROM city").rows == [(4079,)]
     assert agent.execute('SELECT "a"').rows == [("a",)]
+
+
+QUALIFIED_ATTACKS = [  # db.table in every form the name rewrite reads, aimed at pristine data
+    "DELETE FROM car_1.cars_data",
+    "DELETE FROM `car_1` . /* x */ `cars_data`",
+    "UPDATE world_1.city, car_1.cars_data SET car_1.cars_data.MPG = 0, city.Name = ''",
+    "DROP TABLE car_1.cars_data",
+    "INSERT INTO car_1.cars_data SELECT * FROM car_1.cars_data",
+    "DELETE FROM CAR_1.CARS_DATA WHERE 'it\\'s' = 'FROM car_1.cars_data'",
+    "DELETE car_1.cars_data.* FROM car_1.cars_data",
+]
+
+
+def test_qualified_names_reach_only_the_sessions_own_copies(backend, agent, admin):
+    """The rewrite of db.table maps a name to the session's copy, never past its grants:
+    whatever the agent writes through qualified names, the templates and a second
+    session's copies keep their rows, and the agent still sees only its own copies."""
+    other = backend.session()
+    try:
+        other.reset("car_1")
+        for attack in QUALIFIED_ATTACKS:
+            agent.execute(attack)
+        agent.execute("COMMIT")
+        assert run(admin, f"SELECT count(*) FROM `{backend.template('car_1')}`.cars_data"
+                   ) == [(27,)]
+        assert other.execute("SELECT count(*) FROM cars_data").rows == [(27,)]
+        seen = agent.execute("SELECT schema_name FROM information_schema.schemata")
+        assert {n for (n,) in seen.rows} <= {"information_schema", "world_1", "car_1"}
+        agent.reset("world_1")
+        assert agent.execute("SELECT count(*) FROM car_1.cars_data").rows == [(27,)]
+    finally:
+        other.close()

@@ -267,3 +267,25 @@ def test_two_sessions_are_isolated(backend):
     finally:
         a.close()
         b.close()
+
+
+def test_qualified_names_reach_only_the_sessions_own_copies(backend):
+    """db.table of another database is a pristine copy attached to the session's engine:
+    writes through any spelling of it never reach another session or the next episode."""
+    a, b = backend.session(), backend.session()
+    try:
+        a.reset("world_1")
+        b.reset("car_1")
+        for attack in ("DELETE FROM car_1.cars_data", "DELETE FROM `car_1` . `cars_data`",
+                       "DROP TABLE CAR_1.cars_data",
+                       "UPDATE car_1.cars_data SET MPG = 0 WHERE 'x' = 'FROM car_1.cars_data'"):
+            a.execute(attack)
+        assert count(b, "cars_data") == 27
+        a.reset("world_1")
+        assert count(a, "car_1.cars_data") == 27
+        names = a.execute("PRAGMA database_list")
+        assert not names.ok or {r[1] for r in names.rows or []} <= {
+            "main", "temp", "information_schema", "car_1"}
+    finally:
+        a.close()
+        b.close()

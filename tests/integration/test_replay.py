@@ -86,7 +86,7 @@ def test_upstream_gpt35_fs4_fidelity(tmp_path, mirror):
 
 @pytest.mark.parametrize("backend", ["sqlite", "mysql"])
 def test_upstream_gpt35_sql_fidelity(tmp_path, mirror, request, backend):
-    """Measured: 96.2 % (SQLite) and 98.0 % (MariaDB) of 1034 episodes reach the recorded
+    """Measured: 96.3 % (SQLite) and 98.2 % (MariaDB) of 1034 episodes reach the recorded
     best reward; the rest are explained in the notes (engine row order, ties, leaked state)."""
     url = request.getfixturevalue("mysql_url") if backend == "mysql" else None
     path = mirror / "results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json"
@@ -96,6 +96,47 @@ def test_upstream_gpt35_sql_fidelity(tmp_path, mirror, request, backend):
     assert summary["errors"] == 0 and summary["ok"] == 1034
     same = sum(abs(records[t]["reward"] - r.max_reward) <= 0.011 for t, r in recorded.items())
     assert same / 1034 >= (0.95 if backend == "sqlite" else 0.97)
+
+
+# Spider task 218 as GPT-4 played it in InterCode's run (upstream's
+# data/results/sql/gpt-4/ic_sql_multiturn_gpt-4_10_turns.json, episode "218"); upstream
+# scored its last action 1.0. orchestra.Orchestra is table orchestra's column.
+GPT4_TASK_218 = [
+    "SELECT conductor_name, orchestra_name FROM conductors JOIN orchestras ON "
+    "conductors.id = orchestras.conductor_id",
+    "SELECT conductor_name, orchestra_name FROM conductor JOIN orchestra ON "
+    "conductor.id = orchestra.conductor_id",
+    "SELECT conductor.name AS conductor_name, orchestra.name AS orchestra_name FROM "
+    "conductor JOIN orchestra ON conductor.id = orchestra.conductor_id",
+    "SELECT conductor.name AS conductor_name, orchestra.orchestra_name FROM conductor JOIN "
+    "orchestra ON conductor.id = orchestra.conductor_id",
+    "SHOW COLUMNS FROM orchestra",
+    "SELECT conductor.name AS conductor_name, orchestra.Orchestra FROM conductor JOIN "
+    "orchestra ON conductor.id = orchestra.Conductor_ID",
+    "SHOW COLUMNS FROM conductor",
+    "SELECT conductor.Name AS conductor_name, orchestra.Orchestra FROM conductor JOIN "
+    "orchestra ON conductor.Conductor_ID = orchestra.Conductor_ID",
+]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mysql"])
+def test_recorded_table_column_namesakes_score_as_upstream(tmp_path, mirror, request, backend):
+    """Tasks 218 (GPT-4's run) and 478 (GPT-3.5's file) end with ``orchestra.Orchestra``,
+    table orchestra's column in database orchestra: upstream scored both 1.0."""
+    url = request.getfixturevalue("mysql_url") if backend == "mysql" else None
+    gpt4 = tmp_path / "gpt4_218.json"
+    gpt4.write_text(json.dumps({"218": {"task_id": 218, "turn_history": {
+        "actions": GPT4_TASK_218, "rewards": [0.0] * 7 + [1.0]},
+        "summary": {"max_reward": 1.0}}}))
+    gpt35 = mirror / "results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json"
+    assert "orchestra.Orchestra" in load_trajectories(gpt35)[478].actions[-1].text
+    for path, task in ((gpt4, 218), (gpt35, 478)):
+        summary, records = run_replay(tmp_path / str(task), "spider-dev", path, env="sql",
+                                      sql_backend=backend, mysql_url=url, tasks=(task,))
+        assert summary["errors"] == 0
+        last = records[task]["turns"][-1]
+        assert last["valid"], last["observation"]
+        assert last["reward"] == 1.0 and records[task]["reward"] == 1.0
 
 
 @pytest.mark.parametrize(("quirks", "least"), [(False, 0.88), (True, 0.97)])

@@ -467,6 +467,70 @@ def test_a_client_killed_mid_action_over_http_leaves_no_sandbox_and_others_go_on
     wait_for(lambda: not tight.bwraps(), 5, "every sandbox closed")
 
 
+@pytest.fixture(scope="module")
+def patient() -> Iterator[HttpServer]:
+    """Sessions never idle out (600 s) but a vanished client's go after 1 s."""
+    with http_server("--env", "bash", "--dataset", "bash-demo", "--max-sessions", "2",
+                     "--warm", "0", "--idle-timeout", "600", "--reconnect-grace", "1",
+                     token=None) as s:
+        yield s
+
+
+def test_a_killed_http_client_is_freed_soon_after_its_action_not_at_the_idle_timeout(patient):
+    wait_for(lambda: not patient.bwraps(), 10, "no sandbox before")
+    doomed = start_doomed_client(patient.url)
+    mine = patient.bwraps()
+    assert len(mine) == 2
+    doomed.kill()  # no DELETE: its event stream closes with it
+    doomed.wait()
+    # its `sleep 5` ends, then 1 s without the stream coming back: freed (the idle
+    # timeout, 600 s, cannot be what frees it within this test)
+    wait_for(lambda: not (mine & patient.bwraps()), 30, "the killed client's sandboxes closed")
+    assert any("left without ending it" in line for line in patient.log), patient.log
+
+
+def test_a_live_client_that_thinks_longer_than_the_grace_keeps_its_episode(patient):
+    async def main() -> None:
+        async with http_client(patient.url, token=None) as client:
+            await call(client, "reset", task=0)
+            await call(client, "execute", code="cd /tmp && X=kept")
+            await anyio.sleep(3)  # 3x the grace, its event stream open all along
+            ran = await call(client, "execute", code="echo $X $PWD")
+            assert ran["output"].split() == ["kept", "/tmp"]
+
+    anyio.run(main)
+
+
+def test_a_client_without_an_event_stream_is_left_to_the_idle_timeout(patient):
+    """The grace only follows a stream that closed: a client that never opened one
+    (the protocol allows it) keeps its session between calls."""
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+    with httpx2.Client(headers=headers, timeout=30) as web:
+        hello = web.post(patient.url, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "1"}}})
+        assert hello.status_code == 200, hello.text
+        sid = hello.headers["mcp-session-id"]
+        web.headers.update({"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"})
+        web.post(patient.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        def tool(i: int, name: str, **arguments: Any) -> dict[str, Any]:
+            answer = web.post(patient.url, json={"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                         "params": {"name": name, "arguments": arguments}})
+            result = answer.json()["result"]
+            assert not result.get("isError"), result
+            return dict(result["structuredContent"])
+
+        tool(2, "reset", task=0)
+        tool(3, "execute", code="Y=still")
+        time.sleep(3)
+        assert tool(4, "execute", code="echo $Y")["output"].strip() == "still"
+        assert web.delete(patient.url).status_code < 300
+    wait_for(lambda: not patient.bwraps(), 10, "its sandboxes closed on DELETE")
+
+
 def test_a_stdio_client_killed_mid_action_takes_its_server_and_sandboxes_along():
     doomed = start_doomed_client("stdio")
     servers = [int(p) for p in subprocess.run(["pgrep", "-P", str(doomed.pid)],

@@ -15,7 +15,6 @@ from intercode.sql.mysql_compat import (
     like_to_regex,
     map_qualified,
     parse_meta,
-    qualified_pattern,
     register_functions,
 )
 from intercode.sql.schema import column_key, show_columns, show_create_table, sqlite_type
@@ -127,7 +126,7 @@ def _mapped(sql: str, databases: dict[str, Database]) -> tuple[str, list[str]]:
         seen.append(db)
         return f"X_{db}"
 
-    return map_qualified(sql, databases, qualified_pattern(databases), rename), seen
+    return map_qualified(sql, databases, rename), seen
 
 
 @pytest.mark.parametrize(("sql", "expected", "renamed"), [
@@ -147,10 +146,64 @@ def _mapped(sql: str, databases: dict[str, Database]) -> tuple[str, list[str]]:
     ("SELECT my_world_1.city FROM t", "SELECT my_world_1.city FROM t", []),
     ("SELECT world_10.city FROM t", "SELECT world_10.city FROM t", []),
     ("SELECT * FROM singer.concert", "SELECT * FROM singer.concert", []),
+    # a table and its column named as the database: the column stays a column
+    ("SELECT singer.Name FROM singer ORDER BY singer.singer",
+     "SELECT singer.Name FROM singer ORDER BY singer.singer", []),
+    ("SELECT singer.singer FROM singer.singer WHERE singer.singer > 0",
+     "SELECT singer.singer FROM X_singer.singer WHERE singer.singer > 0", ["singer"]),
+    ("SELECT `singer`.`singer` FROM `singer`", "SELECT `singer`.`singer` FROM `singer`", []),
+    # db.table.column in an expression names the database
+    ("SELECT singer.singer.Name FROM singer.singer",
+     "SELECT X_singer.singer.Name FROM X_singer.singer", ["singer", "singer"]),
+    ("SELECT world_1.city.* FROM city", "SELECT X_world_1.city.* FROM city", ["world_1"]),
+    # table positions: JOIN lists, commas, subqueries, DML and DDL
+    ("SELECT a.x FROM world_1.city a, world_1.country b WHERE a.c = b.c",
+     "SELECT a.x FROM X_world_1.city a, X_world_1.country b WHERE a.c = b.c",
+     ["world_1", "world_1"]),
+    ("SELECT * FROM t WHERE x IN (SELECT id FROM world_1.city) AND singer.song = 1",
+     "SELECT * FROM t WHERE x IN (SELECT id FROM X_world_1.city) AND singer.song = 1",
+     ["world_1"]),
+    ("UPDATE world_1.city SET city.id = 1", "UPDATE X_world_1.city SET city.id = 1",
+     ["world_1"]),
+    ("INSERT INTO world_1.city (id) SELECT singer.song FROM singer",
+     "INSERT INTO X_world_1.city (id) SELECT singer.song FROM singer", ["world_1"]),
+    ("CREATE TABLE IF NOT EXISTS world_1.city (id INT)",
+     "CREATE TABLE IF NOT EXISTS X_world_1.city (id INT)", ["world_1"]),
+    ("CREATE INDEX i ON world_1.city (id)", "CREATE INDEX i ON X_world_1.city (id)",
+     ["world_1"]),
+    ("DESCRIBE world_1.city", "DESCRIBE X_world_1.city", ["world_1"]),
+    ("SELECT a FROM t ORDER BY a DESC, singer.song", "SELECT a FROM t ORDER BY a DESC, "
+     "singer.song", []),
+    ("SELECT TRIM('x' FROM singer.song) FROM singer.song",
+     "SELECT TRIM('x' FROM singer.song) FROM X_singer.song", ["singer"]),
+    # strings, comments and quoted names are single tokens
+    ("SELECT 'FROM world_1.city' FROM t", "SELECT 'FROM world_1.city' FROM t", []),
+    ("SELECT 1 /* FROM world_1.city */ FROM t", "SELECT 1 /* FROM world_1.city */ FROM t", []),
+    ("SELECT * FROM t -- FROM world_1.city", "SELECT * FROM t -- FROM world_1.city", []),
 ])
 def test_map_qualified(databases: dict[str, Database], sql: str, expected: str,
                        renamed: list[str]) -> None:
     assert _mapped(sql, databases) == (expected, renamed)
+
+
+def test_statements_past_the_size_bound_are_passed_on_as_written(
+        databases: dict[str, Database]) -> None:
+    """The rewrite runs on the host: beyond MAX_CHARS it is skipped (never a boundary)."""
+    from intercode.sql.qualify import MAX_CHARS
+
+    sql = "SELECT * FROM world_1.city WHERE 1 = 1" + " " * (MAX_CHARS - 38)
+    assert _mapped(sql, databases) == (sql.replace("world_1", "X_world_1"), ["world_1"])
+    longer = sql + " "
+    assert _mapped(longer, databases) == (longer, [])
+
+
+def test_backslashes_escape_only_where_the_dialect_says_so(
+        databases: dict[str, Database]) -> None:
+    sql = "SELECT 'a\\' FROM world_1.city WHERE 'b' = 'c'"  # SQLite: 'a\' ends the string
+    assert map_qualified(sql, databases, lambda db: "X", backslash_escapes=False) == \
+        sql.replace("world_1", "X")
+    mysql = "SELECT 'a\\' FROM world_1.city'"  # MySQL: \' does not end it
+    assert map_qualified(mysql, databases, lambda db: "X") == mysql
 
 
 # -- functions -------------------------------------------------------------------------------
@@ -319,10 +372,9 @@ def test_map_qualified_on_the_real_dump() -> None:
         pytest.fail("INTERCODE_DATA_MIRROR must point at a copy of the InterCode data")
     text = (Path(mirror) / "sql" / "ic_spider_dbs.sql").read_text(encoding="utf-8")
     databases = parse_dump(text)
-    pattern = qualified_pattern(databases)
 
     def mapped(sql: str) -> str:
-        return map_qualified(sql, databases, pattern, lambda db: "X")
+        return map_qualified(sql, databases, lambda db: "X")
 
     # database singer has a table singer; Singer_ID is a column, not a table
     assert mapped("SELECT singer.Singer_ID FROM singer") == "SELECT singer.Singer_ID FROM singer"
@@ -332,3 +384,7 @@ def test_map_qualified_on_the_real_dump() -> None:
     # flight_2's tables are upper case in the dump
     assert mapped("SELECT * FROM flight_2.flights") == "SELECT * FROM X.flights"
     assert mapped("SELECT city.Name FROM city") == "SELECT city.Name FROM city"
+    # Spider tasks 218 and 478: table orchestra's column Orchestra, in database orchestra
+    sql = ("SELECT conductor.Name, orchestra.Orchestra FROM conductor JOIN orchestra ON "
+           "conductor.Conductor_ID = orchestra.Conductor_ID ORDER BY orchestra.Orchestra")
+    assert mapped(sql) == sql

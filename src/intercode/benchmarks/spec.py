@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from intercode.envs.base import IntercodeEnv
 
 # the settings a benchmark may take from the command line besides the common ones
-OPTIONS = ("sql_backend", "mysql_url", "sql_max_rows", "sql_max_result_rows", "network",
-           "test_timeout")
+OPTIONS = ("sql_backend", "mysql_url", "sql_max_rows", "sql_max_result_rows", "sql_metric",
+           "network", "test_timeout")
 
 
 @dataclass(frozen=True)

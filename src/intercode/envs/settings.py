@@ -14,8 +14,9 @@ class EnvSettings:
     Each environment takes what applies to it (:meth:`IntercodeEnv.from_settings`);
     the benchmark's ``options`` say which of the others it accepts: ``sql_backend``,
     ``mysql_url``, ``sql_max_rows`` (result rows shown), ``sql_max_result_rows`` (rows
-    kept for the reward), ``network``, ``test_timeout`` (seconds per test statement of
-    the Python benchmark). ``None`` is the environment's own default.
+    kept for the reward), ``sql_metric`` (``exec_match`` or ``exec_match_nodistinct``:
+    the Spider metric reported as ``exec_match``), ``network``, ``test_timeout``
+    (seconds per test statement of the Python benchmark). ``None`` is the environment's own default.
     """
 
     limits: Limits = field(default_factory=Limits)
@@ -26,3 +27,4 @@ class EnvSettings:
     sql_max_rows: int | None = None
     sql_max_result_rows: int | None = None
     test_timeout: float | None = None
+    sql_metric: str | None = None

@@ -15,7 +15,8 @@ from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState
 from intercode.errors import ConfigError, DatasetError, RewardError, SnapshotError
-from intercode.rewards.sql import SqlReward, sql_reward
+from intercode.rewards.spider import METRICS, official_text
+from intercode.rewards.sql import SqlReward, result_eq, sql_reward
 from intercode.sandbox import require_backend
 from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
 from intercode.sql.results import MAX_RESULT_CHARS, QueryResult
@@ -64,11 +65,13 @@ def make_backend(backend: str | SqlBackend, limits: SqlLimits,
 
 
 class SqlState:
-    """A SQL snapshot: the session's state and the last result (what is scored)."""
+    """A SQL snapshot: the session's state, the last statement and its result (what is
+    scored)."""
 
-    def __init__(self, session: ExecState, last: QueryResult | None) -> None:
+    def __init__(self, session: ExecState, last: QueryResult | None, last_sql: str) -> None:
         self.session = session
         self.last = last
+        self.last_sql = last_sql
 
     def release(self) -> None:
         """Release the session's state."""
@@ -83,6 +86,10 @@ class SqlEnv(IntercodeEnv):
         backend: ``"sqlite"`` (embedded, default), ``"mysql"`` (a MariaDB or MySQL
             server given by ``mysql_url``), or a backend object.
         limits: statement timeout and row limits.
+        metric: the Spider execution metric ``info["exec_match"]`` holds:
+            ``exec_match`` (the official evaluator with ``--keep_distinct``) or
+            ``exec_match_nodistinct`` (its default: ``DISTINCT`` deleted from both
+            queries, which run again on pristine copies when that changes them).
         sandbox_backend: the sandbox backend the ``sqlite`` backend runs the agent's
             statements in (see ``intercode.sandbox.BACKENDS``); ``bwrap`` by default.
     """
@@ -98,13 +105,16 @@ class SqlEnv(IntercodeEnv):
                            max_result_rows=settings.sql_max_result_rows
                            or defaults.max_result_rows)
         return cls(dataset, backend=settings.sql_backend, mysql_url=settings.mysql_url,
-                   limits=limits)
+                   limits=limits, metric=settings.sql_metric or METRICS[0])
 
     def __init__(self, dataset: str | Dataset = "spider-dev", *,
                  backend: str | SqlBackend = "sqlite", mysql_url: str | None = None,
-                 limits: SqlLimits | None = None, sandbox_backend: str = "bwrap",
-                 render_mode: str | None = None) -> None:
+                 limits: SqlLimits | None = None, metric: str = "exec_match",
+                 sandbox_backend: str = "bwrap", render_mode: str | None = None) -> None:
+        if metric not in METRICS:
+            raise ConfigError(f"unknown SQL metric {metric!r} ({' or '.join(METRICS)})")
         super().__init__(dataset, render_mode=render_mode)
+        self.metric = metric
         self.limits = limits or SqlLimits()
         self.limit_observations(MAX_RESULT_CHARS + NOTE_CHARS)  # results are cut there
         require_backend(sandbox_backend)
@@ -113,8 +123,11 @@ class SqlEnv(IntercodeEnv):
                                     dataset_store(self.dataset), sandbox_backend)
         self._agent: SqlSession | None = None
         self._gold: SqlSession | None = None
+        self._scratch: SqlSession | None = None  # agent SQL rewritten for a metric
         self._last: QueryResult | None = None
+        self._last_sql = ""
         self._gold_result: QueryResult | None = None
+        self._gold_nodistinct: QueryResult | None = None
 
     @property
     def dialect(self) -> str:
@@ -131,6 +144,10 @@ class SqlEnv(IntercodeEnv):
             if self._agent is None:
                 self._agent = self.backend.session()
             return self._agent
+        if which == "scratch":
+            if self._scratch is None:
+                self._scratch = self.backend.session()
+            return self._scratch
         if self._gold is None:
             self._gold = self.backend.gold_session()
         return self._gold
@@ -141,7 +158,9 @@ class SqlEnv(IntercodeEnv):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a SQL task")
         self._session("agent").reset(task.db)
         self._last = None
+        self._last_sql = ""
         self._gold_result = None
+        self._gold_nodistinct = None
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -156,6 +175,7 @@ class SqlEnv(IntercodeEnv):
         session = self._session("agent")
         result = session.execute(action)
         self._last = result
+        self._last_sql = action
         info = ActionInfo(exit_code=0 if result.ok else 1, timed_out=result.timed_out).as_dict(
             error=result.error, rows=None if result.rows is None else len(result.rows),
             database=session.current_db)
@@ -179,12 +199,46 @@ class SqlEnv(IntercodeEnv):
         agent_rows = self._last.rows if self._last is not None and self._last.ok else None
         return sql_reward(agent_rows, gold_rows, self.task.gold)
 
+    def exec_match_nodistinct(self, reward: SqlReward) -> bool:
+        """The official evaluator's default: both queries without ``DISTINCT``.
+
+        A query the deletion leaves unchanged keeps its result; a changed gold runs on
+        the gold's pristine session, a changed agent statement on a pristine copy of
+        the agent's current database, in a session of its own (agent SQL never runs
+        outside an agent session).
+        """
+        assert isinstance(self.task, SqlTask)
+        gold_sql = official_text(self.task.gold, keep_distinct=False)
+        agent_sql = official_text(self._last_sql, keep_distinct=False)
+        if self._last is None or not self._last.ok:
+            return False
+        if gold_sql == self.task.gold and agent_sql == self._last_sql:
+            return reward.exec_match
+        gold = self.gold_result()
+        if gold_sql != self.task.gold:
+            if self._gold_nodistinct is None:
+                session = self._session("gold")
+                session.reset(self.task.db)
+                self._gold_nodistinct = session.execute(gold_sql)
+            gold = self._gold_nodistinct
+        agent = self._last
+        if agent_sql != self._last_sql:
+            scratch = self._session("scratch")
+            scratch.reset(self._session("agent").current_db or self.task.db)
+            agent = scratch.execute(agent_sql)
+        if not agent.ok or agent.rows is None:
+            return False
+        gold_rows = gold.rows if gold.ok and gold.rows is not None else []
+        return result_eq(list(gold_rows), list(agent.rows), "order by" in gold_sql.lower())
+
     def evaluate(self) -> Evaluation:
         """What submitting now would give."""
         reward = self.reward()
         gold = self.gold_result()
+        match = (reward.exec_match if self.metric == "exec_match"
+                 else self.exec_match_nodistinct(reward))
         info = {"reward_parts": {"iou": reward.iou, "kendall_tau": reward.tau},
-                "exec_match": reward.exec_match, "gold_failed": not gold.ok,
+                "exec_match": match, "exec_metric": self.metric, "gold_failed": not gold.ok,
                 "gold_error": gold.error, "gold_rows": None if gold.rows is None else
                 len(gold.rows)}
         return Evaluation(reward.reward, reward.success, info)
@@ -193,21 +247,21 @@ class SqlEnv(IntercodeEnv):
 
     def save_state(self) -> SqlState:
         """The agent session's databases and settings, and its last result (the reward's)."""
-        return SqlState(self._session("agent").save(), self._last)
+        return SqlState(self._session("agent").save(), self._last, self._last_sql)
 
     def load_state(self, state: ExecState) -> None:
         """The agent's session back in ``state``."""
         if not isinstance(state, SqlState):
             raise SnapshotError("not a snapshot of a SQL environment")
         self._session("agent").load(state.session)
-        self._last = state.last
+        self._last, self._last_sql = state.last, state.last_sql
 
     def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
         """``other``'s agent session in ``state``."""
         if not isinstance(state, SqlState) or not isinstance(other, SqlEnv):
             raise SnapshotError("not a snapshot of a SQL environment")
         self._session("agent").transfer(state.session, other._session("agent"))
-        other._last = state.last
+        other._last, other._last_sql = state.last, state.last_sql
 
     def sibling(self) -> SqlEnv:
         """A new environment on this one's backend (its pristine images are reused)."""
@@ -218,10 +272,10 @@ class SqlEnv(IntercodeEnv):
 
     def close(self) -> None:
         """Close the sessions (and the backend, if this environment made it)."""
-        for session in (self._agent, self._gold):
+        for session in (self._agent, self._gold, self._scratch):
             if session is not None:
                 session.close()
-        self._agent = self._gold = None
+        self._agent = self._gold = self._scratch = None
         if self._owns_backend:
             self.backend.close()
         super().close()

@@ -36,7 +36,7 @@ from intercode.sandbox import preflight
 log = logging.getLogger(__name__)
 RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
                "sql_backend", "network", "model_identity", "strategy", "sql_max_rows",
-               "sql_max_result_rows", "test_timeout")
+               "sql_max_result_rows", "sql_metric", "test_timeout")
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,15 @@ no open stream), the 413 for bodies over :data:`MAX_BODY` and, on a loopback add
 the Host/Origin checks against DNS rebinding. :class:`HttpGuard`, in front of it, asks
 for the bearer token (401 without it) and frees a client session's sandboxes as soon as
 the SDK's session ends: on the client's ``DELETE``, or when the SDK answers 404 for a
-session it no longer knows (expired). Sessions that expire unnoticed are freed by the
-pool's own idle expiry, with the same timeout.
+session it no longer knows (expired).
+
+A client that dies sends no ``DELETE``. Its one sign is its standalone ``GET`` stream
+(the SDK's client keeps one open for the whole session and reopens it a second after
+it drops): when the last one of a session closes, no other request of the session is
+in flight, and neither a new stream nor a request comes within ``reconnect_grace``
+seconds, the client is taken for gone and its sandboxes are freed. A client that never
+opened a stream is left to the idle expiry (``idle_timeout`` without a call, the SDK's
+and the pool's).
 """
 
 from __future__ import annotations
@@ -15,9 +22,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 import signal
 import socket
 import sys
+import time
+from dataclasses import dataclass
 
 import anyio
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
@@ -27,20 +37,36 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from intercode.errors import ConfigError
 from intercode.serve.mcp_server import McpService
 
+log = logging.getLogger(__name__)
+
 PATH = "/mcp"
 MAX_BODY = 2 << 20  # bytes of one request (an action is at most 1 Mi characters)
 BACKLOG = 256
+
+
+@dataclass
+class _Traffic:
+    """What one client session has open, and when it was last heard from."""
+
+    streams: int = 0  # open standalone GET streams
+    requests: int = 0  # other requests in flight
+    last: float = 0.0  # monotonic time of the last request's start or end
+    listened: bool = False  # it opened a stream once: its closing means something
+    watched: bool = False  # a grace period runs
 
 
 class HttpGuard:
     """ASGI middleware: the bearer token, and the end of the SDK's sessions."""
 
     def __init__(self, app: ASGIApp, service: McpService, token: str | None,
-                 path: str = PATH) -> None:
+                 path: str = PATH, reconnect_grace: float = 5.0) -> None:
         self.app = app
         self.service = service
         self.expected = None if token is None else f"Bearer {token}".encode()
         self.path = path
+        self.grace = reconnect_grace
+        self.traffic: dict[str, _Traffic] = {}
+        self._requests = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan
@@ -61,14 +87,68 @@ class HttpGuard:
                 status = int(message["status"])
             await send(message)
 
+        if not sid or scope["path"] != self.path:
+            await self.app(scope, receive, watch)
+            return
+        stream = scope["method"] == "GET"
+        self._prune()
+        seen = self.traffic.setdefault(sid, _Traffic())
+        seen.last = time.monotonic()
+        if stream:
+            seen.streams += 1
+        else:
+            seen.requests += 1
         try:
             await self.app(scope, receive, watch)
         finally:
+            seen.last = time.monotonic()
+            if stream:
+                seen.streams -= 1
+                seen.listened = seen.listened or status == 200
+            else:
+                seen.requests -= 1
             ended = status == 404 or (scope["method"] == "DELETE" and status is not None
                                       and status < 300)
-            if sid and ended and scope["path"] == self.path:
+            if ended:
+                self.traffic.pop(sid, None)
                 with anyio.CancelScope(shield=True):
                     await self.service.end(sid)
+        await self._after(sid, seen)
+
+    def _prune(self) -> None:
+        """Forget sessions not heard from for twice the idle timeout (they expired)."""
+        self._requests += 1
+        if self._requests % 1024:
+            return
+        stale = time.monotonic() - 2 * self.service.config.idle_timeout
+        for sid, seen in list(self.traffic.items()):
+            if not (seen.streams or seen.requests or seen.watched) and seen.last < stale:
+                del self.traffic[sid]
+
+    async def _after(self, sid: str, seen: _Traffic) -> None:
+        """Free the session of a client whose stream closed and who is not back within
+        the grace period (run in the task of the request that ended, after its answer)."""
+        if not seen.listened or seen.streams or seen.requests or seen.watched:
+            return
+        seen.watched = True
+        try:
+            while True:
+                quiet_since = seen.last
+                await anyio.sleep(max(0.0, quiet_since + self.grace - time.monotonic()))
+                if self.traffic.get(sid) is not seen:
+                    return  # ended meanwhile
+                if seen.streams or seen.requests:
+                    return  # it is back (the request that ends next looks again)
+                if seen.last == quiet_since:
+                    break
+                # a request came and went: a grace period from its end
+            del self.traffic[sid]
+            log.warning("session %s: its client left without ending it (no stream for %g s); "
+                     "freeing its sandboxes", sid[:8], self.grace)
+            with anyio.CancelScope(shield=True):
+                await self.service.end(sid)
+        finally:
+            seen.watched = False
 
 
 async def _reply(send: Send, status: int, message: str,
@@ -138,7 +218,7 @@ def build_app(service: McpService, host: str, token: str | None) -> HttpGuard:
         session_idle_timeout=config.idle_timeout,
         # protocol sessions are cheap until they reset; the pool caps the sandboxes
         max_sessions=max(16, 4 * config.max_sessions), host=host)
-    return HttpGuard(app, service, token)
+    return HttpGuard(app, service, token, reconnect_grace=config.reconnect_grace)
 
 
 async def serve_http(service: McpService, host: str, port: int, token: str | None) -> None:

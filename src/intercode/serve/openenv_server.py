@@ -236,6 +236,28 @@ class IntercodeEnvironment(Environment):
 # -- the HTTP side ----------------------------------------------------------------------------
 
 
+def _quiet_when_gone(send: Send) -> Send:
+    """``send`` for a WebSocket whose messages to a vanished client are dropped.
+
+    OpenEnv answers an action after the client that sent it was killed, then answers
+    the failure of that answer, and uvicorn logs each as an ASGI error with a
+    traceback. Here the first failed send marks the client gone and later ones do
+    nothing; OpenEnv then reads the disconnect and ends the session as for a client
+    that closed."""
+    gone = False
+
+    async def quiet(message: Message) -> None:
+        nonlocal gone
+        if gone:
+            return
+        try:
+            await send(message)
+        except OSError:  # uvicorn's ClientDisconnected: the peer is gone
+            gone = True
+
+    return quiet
+
+
 class Guard:
     """ASGI middleware: the bearer token (HTTP and WebSocket) and the HTTP body size."""
 
@@ -263,7 +285,7 @@ class Guard:
                 await self._deny(scope, receive, send, 503, busy, "busy")
                 return
             try:
-                await self.app(scope, receive, send)
+                await self.app(scope, receive, _quiet_when_gone(send))
             except self.left:  # the client left before OpenEnv's handler closed
                 pass
             return

@@ -86,6 +86,7 @@ class ServeConfig:
     max_sessions: int = 64
     warm: int = 4
     idle_timeout: float = 600.0
+    reconnect_grace: float = 5.0  # MCP over HTTP: see intercode.serve.mcp_http
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
@@ -94,6 +95,8 @@ class ServeConfig:
             raise ConfigError(f"warm must not be negative, got {self.warm}")
         if not self.idle_timeout > 0:
             raise ConfigError(f"idle_timeout must be positive, got {self.idle_timeout}")
+        if not self.reconnect_grace > 0:
+            raise ConfigError(f"reconnect_grace must be positive, got {self.reconnect_grace}")
 
 
 class Session:

@@ -25,7 +25,6 @@ from urllib.parse import unquote, urlsplit
 
 from intercode.datasets.mysqldump import split_statements
 from intercode.errors import ConfigError, DatasetError, SandboxError
-from intercode.sql import mysql_compat as compat
 from intercode.sql.backend import SqlBackend, SqlLimits
 from intercode.sql.mysql_accounts import Accounts, claim_run, drop_dead_runs
 from intercode.sql.mysql_session import MysqlSession, statement_kind
@@ -77,7 +76,7 @@ class MysqlBackend(SqlBackend):
         self.dropped_runs: list[str] = []
         self.server = ""
         self.dialect = "MySQL"
-        self._patterns: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+        self._literal: re.Pattern[str] | None = None
 
     # -- connections ---------------------------------------------------------------------
 
@@ -216,13 +215,12 @@ class MysqlBackend(SqlBackend):
         if tables:  # fresh statistics, so that every copy gets the same query plans
             self.query("ANALYZE TABLE " + ", ".join(f"`{target}`.`{t}`" for t in tables))
 
-    def name_patterns(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
-        """``db.table`` references, and database names as string literals (``'db'``)."""
-        if self._patterns is None:
+    def literal_pattern(self) -> re.Pattern[str]:
+        """Database names as string literals (``'db'``)."""
+        if self._literal is None:
             alternatives = "|".join(re.escape(n) for n in self.store.databases)
-            self._patterns = (compat.qualified_pattern(self.store.databases),
-                              re.compile(rf"(['\"])({alternatives})\1", re.I))
-        return self._patterns
+            self._literal = re.compile(rf"(['\"])({alternatives})\1", re.I)
+        return self._literal
 
     def session(self) -> MysqlSession:
         """A new session with its own connection."""

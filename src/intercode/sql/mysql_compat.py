@@ -16,11 +16,12 @@ from typing import Any
 
 from intercode.datasets.mysqldump import Database, Table
 from intercode.sandbox.inbox.sqlconn import register_functions
+from intercode.sql.qualify import database_parts
 from intercode.sql.results import QueryResult
 from intercode.sql.schema import show_columns, show_create_table
 
 __all__ = ["COMMANDS", "Meta", "create_table", "describe", "find_table", "like_to_regex",
-           "map_qualified", "parse_meta", "qualified_pattern", "register_functions",
+           "map_qualified", "parse_meta", "register_functions",
            "table_names"]
 
 _IDENT = r"`?([A-Za-z0-9_$]+)`?"
@@ -130,26 +131,23 @@ def create_table(conn: sqlite3.Connection, db: Database | None, db_name: str,
     return QueryResult(rows=[(row[0].lower(), text)])
 
 
-def qualified_pattern(databases: dict[str, Database]) -> re.Pattern[str]:
-    """``db.table`` references (backquotes allowed) to any database of the dump."""
-    names = "|".join(re.escape(n) for n in databases)
-    return re.compile(rf"(`?)\b({names})\b(`?)(\s*\.\s*)(`?)([A-Za-z0-9_$]+)\b", re.I)
-
-
-def map_qualified(sql: str, databases: dict[str, Database], pattern: re.Pattern[str],
-                  rename: Callable[[str], str]) -> str:
-    """Rewrite ``db.table`` prefixes with ``rename(db)``; ``table.column`` stays.
-
-    A prefix counts as a database only if what follows the dot is one of its tables,
-    so ``singer.Singer_ID`` (table singer of database singer) is left alone.
+def map_qualified(sql: str, databases: dict[str, Database], rename: Callable[[str], str],
+                  backslash_escapes: bool = True) -> str:
+    """Rewrite the ``db`` of ``db.table`` references with ``rename(db)``, read as MySQL
+    reads them (:mod:`intercode.sql.qualify`): ``orchestra.Orchestra`` in an expression
+    is table ``orchestra``'s column and stays; ``FROM orchestra.orchestra`` and
+    ``orchestra.orchestra.Orchestra`` name database ``orchestra``. A prefix counts as a
+    database only if what follows the dot is one of its tables.
     """
     canonical = {n.lower(): n for n in databases}
 
-    def swap(m: re.Match[str]) -> str:
-        db = databases[canonical[m.group(2).lower()]]
-        if find_table(db, m.group(6)) is None:
-            return m.group(0)
-        return (m.group(1) + rename(canonical[m.group(2).lower()]) + m.group(3) + m.group(4)
-                + m.group(5) + m.group(6))
+    def is_database(db: str, table: str) -> bool:
+        name = canonical.get(db.lower())
+        return name is not None and find_table(databases[name], table) is not None
 
-    return pattern.sub(swap, sql)
+    out, last = [], 0
+    for tok in database_parts(sql, is_database, backslash_escapes, names=databases.keys()):
+        new = rename(canonical[(tok.name or "").lower()])
+        out += [sql[last:tok.start], f"`{new}`" if tok.kind == "quoted" else new]
+        last = tok.start + len(tok.text)
+    return "".join(out) + sql[last:]

@@ -186,9 +186,10 @@ class MysqlSession(SqlSession):
                 names = [n for n in names if rx.match(n)]
             return QueryResult(rows=[(n,) for n in names])
         kind = statement_kind(sql)
-        if kind == "other":
-            self._dirty.add(self.current_db)
-        result = self._run(self._to_physical(sql))
+        physical = self._to_physical(sql)
+        if kind == "other":  # may commit, to any copy it names (db.table): redo them all
+            self._dirty |= self._copies | {self.current_db}
+        result = self._run(physical)
         if kind == "other":
             self._restore_limit()
         return result
@@ -277,9 +278,8 @@ class MysqlSession(SqlSession):
         return text + " [intercode: message cut at 1000 characters]" if cut else text
 
     def _to_physical(self, sql: str) -> str:
-        qualified, literal = self.backend.name_patterns()
-        sql = compat.map_qualified(sql, self.backend.store.databases, qualified,
-                                   self._physical_name)
+        literal = self.backend.literal_pattern()
+        sql = compat.map_qualified(sql, self.backend.store.databases, self._physical_name)
         return literal.sub(lambda m: m.group(1) + self._physical_name(m.group(2)) + m.group(1),
                            sql)
 

@@ -77,7 +77,6 @@ class SqliteSessionBase(SqlSession):
         self.store = store
         self.limits = limits
         self.current_db = ""
-        self._qualified = compat.qualified_pattern(store.databases)
 
     @abstractmethod
     def _connection(self, name: str) -> Any:
@@ -128,7 +127,8 @@ class SqliteSessionBase(SqlSession):
             return db
 
         if "." in sql:
-            sql = compat.map_qualified(sql, self.store.databases, self._qualified, schema)
+            sql = compat.map_qualified(sql, self.store.databases, schema,
+                                       backslash_escapes=False)
         return self._run(sql, attach)
 
     def _meta(self, meta: compat.Meta) -> QueryResult:
