@@ -134,10 +134,10 @@ def measure(name: str, repeat: int, live: int, cycles: int) -> dict[str, object]
         with_live = total_kib(env)
         for snap in held:
             snap.release()
-        warm = cycles // 10  # allocators settle first
+        settle = cycles // 10  # allocators settle first
         start = 0
         for i in range(cycles):
-            if i == warm:
+            if i == settle:
                 start = total_kib(env)
             snap = env.snapshot()
             env.restore(snap)
