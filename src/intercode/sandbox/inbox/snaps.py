@@ -75,7 +75,10 @@ class Snapshots:
             if self.shell.pid is None or parent_of(pid) != self.shell.pid:
                 return {"refused": "process %d is not a copy held by the interpreter" % pid}, b""
             self.held.add(pid)
-        self.tree_snaps[int(msg["id"])] = self.tree.snapshot()
+        try:
+            self.tree_snaps[int(msg["id"])] = self.tree.snapshot()
+        except MemoryError:  # the agent's files do not fit in the supervisor's memory
+            return {"refused": "the sandbox's files are too large to keep a copy"}, b""
         return {"background": self.background(), "cwd": self.shell.cwd() or "/"}, b""
 
     def op_tree_restore(self, msg, blob):
