@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from intercode.envs.sandbox_state import replay_script
-from intercode.sandbox.inbox.tree import FILE, Tree
+from intercode.sandbox.inbox.tree import FILE, TRUST_NS, Tree
 
 ENTRIES = [("w", "d", 0o755, 10**18, None), ("w/a.txt", FILE, 0o644, 10**18, b"alpha\n"),
            ("w/keep", FILE, 0o644, 10**18, b"kept\n")]
@@ -29,7 +29,7 @@ def test_a_tree_snapshot_restores_exactly_and_leaves_the_pristine_state(tmp_path
     (tmp_path / "w" / "new").mkdir()
     (tmp_path / "w" / "new" / "b").write_bytes(b"b\n")
     os.chmod(tmp_path / "w" / "a.txt", 0o600)
-    snap = tree.snapshot()
+    snap, _reads = tree.snapshot()
     assert snap["w/keep"] is tree.pristine["w/keep"]  # unchanged: shares the pristine value
     then = files(tmp_path)
     (tmp_path / "w" / "a.txt").write_bytes(b"later\n")
@@ -43,6 +43,21 @@ def test_a_tree_snapshot_restores_exactly_and_leaves_the_pristine_state(tmp_path
     tree.restore()  # the pristine state is still the task's
     assert files(tmp_path) == {"w/a.txt": b"alpha\n", "w/keep": b"kept\n"}
     assert tree.status([]) == []
+
+
+def test_a_file_unchanged_since_the_last_snapshot_is_shared_not_copied(tmp_path):
+    tree = make(tmp_path)
+    (tmp_path / "w" / "big").write_bytes(b"x" * 100_000)
+    first, reads = tree.snapshot()
+    ino, ctime, _when, value = reads["w/big"]
+    reads["w/big"] = (ino, ctime, ctime + TRUST_NS + 1, value)  # an old enough record
+    (tmp_path / "w" / "a.txt").write_bytes(b"other\n")
+    second, _ = tree.snapshot(reads)
+    assert second["w/big"] is first["w/big"]
+    assert second["w/a.txt"][3] == b"other\n"
+    (tmp_path / "w" / "big").write_bytes(b"y")  # changed: read again
+    third, _ = tree.snapshot(reads)
+    assert third["w/big"][3] == b"y"
 
 
 def test_the_shell_state_keeps_the_agents_variables_and_drops_bashs_own():

@@ -44,7 +44,8 @@ class Snapshots:
 
     def init_snapshots(self):
         """State: tree snapshots by id, held interpreter pids."""
-        self.tree_snaps = {}
+        self.tree_snaps = {}  # id -> (state, reads) of Tree.snapshot
+        self.last_snap = None
         self.held = set()
 
     def keep_alive(self):
@@ -75,8 +76,11 @@ class Snapshots:
             if self.shell.pid is None or parent_of(pid) != self.shell.pid:
                 return {"refused": "process %d is not a copy held by the interpreter" % pid}, b""
             self.held.add(pid)
+        previous = self.tree_snaps.get(self.last_snap)
         try:
-            self.tree_snaps[int(msg["id"])] = self.tree.snapshot()
+            self.tree_snaps[int(msg["id"])] = self.tree.snapshot(
+                previous[1] if previous else None)
+            self.last_snap = int(msg["id"])
         except MemoryError:  # the agent's files do not fit in the supervisor's memory
             return {"refused": "the sandbox's files are too large to keep a copy"}, b""
         return {"background": self.background(), "cwd": self.shell.cwd() or "/"}, b""
@@ -85,7 +89,7 @@ class Snapshots:
         """Kill everything (held copies excepted), bring the tree to snapshot ``id``, and
         start a fresh shell in ``cwd`` or, with ``pid``, resume that held interpreter."""
         self._forget(msg)
-        state = self.tree_snaps[int(msg["id"])]
+        state = self.tree_snaps[int(msg["id"])][0]
         pid = msg.get("pid")
         if pid is not None and (pid not in self.held or parent_of(pid) is None):
             self.held.discard(pid)
@@ -106,7 +110,7 @@ class Snapshots:
 
     def op_tree_export(self, msg, blob):
         """Snapshot ``id``'s entries (for a fork in another sandbox)."""
-        state = self.tree_snaps[int(msg["id"])]
+        state = self.tree_snaps[int(msg["id"])][0]
         meta, data = proto.pack_entries((rel, *value) for rel, value in sorted(state.items()))
         return {"entries": meta}, data
 
@@ -122,7 +126,7 @@ class Snapshots:
                 raise ValueError("a malformed entry %r" % (rel,))
             value = tuple(value)
             state[rel] = pristine[rel] if pristine.get(rel) == value else value
-        self.tree_snaps[int(msg["id"])] = state
+        self.tree_snaps[int(msg["id"])] = (state, {})
         return {}, b""
 
     def op_tree_drop(self, msg, blob):

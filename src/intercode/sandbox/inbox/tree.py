@@ -151,13 +151,17 @@ class Tree(hashing.Hashing):
 
     # -- snapshots ---------------------------------------------------------------------
 
-    def snapshot(self):
-        """The whole tree now, as a pristine state: ``{rel: (kind, mode, mtime, payload)}``.
+    def snapshot(self, previous=None):
+        """The whole tree now as a pristine state ``{rel: (kind, mode, mtime, payload)}``,
+        and what it read (pass it as ``previous`` to the next snapshot).
 
-        Entries unchanged since the last restore share the pristine state's values (only
-        changed files are read), so a snapshot costs the changes, not the tree.
+        Entries unchanged since the last restore share the pristine state's values, and
+        entries unchanged since ``previous`` share its values (only changed files are
+        read and kept), so a snapshot costs the changes, not the tree.
         """
-        state = {}
+        previous = previous or {}
+        state, reads = {}, {}
+        now = time.time_ns()
         grants = fsops.Grants()
         try:
             for rel, st in self._scan(frozenset(), grants).items():
@@ -165,14 +169,21 @@ class Tree(hashing.Hashing):
                 if want is not None and self._trusted(rel, st):
                     state[rel] = want
                     continue
+                last = previous.get(rel)
+                if (last is not None and last[0] == st.st_ino and last[1] == st.st_ctime_ns
+                        and st.st_ctime_ns + TRUST_NS < last[2]):
+                    state[rel], reads[rel] = last[3], last
+                    continue
                 entry = self._captured(rel, st, grants)
-                if entry is not None:
-                    state[rel] = want if entry[1:] == want else entry[1:]
+                if entry is None:
+                    continue
+                value = want if entry[1:] == want else entry[1:]
+                state[rel] = value
+                if value is not want:
+                    reads[rel] = (st.st_ino, st.st_ctime_ns, now, value)
         finally:
             grants.revert()
-        if "" in self.pristine:
-            state[""] = self.pristine[""]
-        return state
+        return state, reads
 
     def restore_to(self, state):
         """Bring the tree to ``state`` (of :meth:`snapshot`); the pristine state stays."""
