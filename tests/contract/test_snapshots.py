@@ -197,3 +197,14 @@ def test_fork_into_a_warm_environment(env: IntercodeEnv) -> None:
             env.fork(into=env)
     finally:
         warm.close()
+
+
+def test_released_snapshots_are_not_reported_as_background_processes(env: IntercodeEnv) -> None:
+    env.reset(options={"task": 0})
+    for _ in range(3):
+        snap = env.snapshot()
+        env.restore(snap)
+        snap.release()
+    snap = env.snapshot()
+    env.restore(snap)
+    assert "background" not in env.step(PROBES[env.env_name][0])[0]

@@ -135,13 +135,18 @@ class Snapshots:
         return {}, b""
 
     def _drop_held(self, pid):
-        """Kill the held copy ``pid``."""
+        """Kill the held copy ``pid`` and wait until it is gone (it must not count as a
+        background process of the snapshot taken next)."""
         if pid in self.held:
             self.held.discard(pid)
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
-                pass
+                return
+            deadline = time.monotonic() + RESUME_TIMEOUT
+            while parent_of(pid) is not None and time.monotonic() < deadline:
+                self.reap()
+                time.sleep(0.0001)
             self.reap()
 
     def _resume(self, pid):
