@@ -302,3 +302,49 @@ def test_qualified_names_reach_only_the_sessions_own_copies(backend, agent, admi
         assert agent.execute("SELECT count(*) FROM car_1.cars_data").rows == [(27,)]
     finally:
         other.close()
+
+
+@pytest.mark.parametrize("attack", [
+    "/*!CREATE OR REPLACE TABLE city*/ SELECT 1 AS x",
+    "/*M!100000 CREATE OR REPLACE TABLE city*/ SELECT 1 AS x",
+    "/*!50000 CREATE OR REPLACE TABLE city */ SELECT 1 AS x",
+    "/* a */ /*!CREATE OR REPLACE TABLE city*/ (SELECT 1 AS x)",
+])
+def test_executable_comments_do_not_commit_past_the_reset(agent, attack):
+    """The server runs what stands in /*! */: a statement that reads as a SELECT but
+    commits a CREATE was only rolled back, and the next episode saw a 1-row city."""
+    assert agent.execute(attack).ok, attack
+    assert agent.execute("SELECT count(*) FROM city").rows == [(1,)]
+    agent.reset("world_1")
+    assert agent.execute("SELECT count(*) FROM city").rows == [(4079,)]
+
+
+def test_user_variables_and_locks_of_a_select_do_not_outlive_the_episode(agent):
+    lock = f"ic_chan_{secrets.token_hex(4)}"
+    assert agent.execute("SELECT @leak := 42").ok
+    assert agent.execute("SELECT COUNT(*) INTO @leak2 FROM city").ok
+    assert agent.execute(f"SELECT GET_LOCK('{lock}', 0)").rows == [(1,)]
+    agent.reset("world_1")
+    assert agent.execute(f"SELECT @leak, @leak2, IS_FREE_LOCK('{lock}')").rows == [
+        (None, None, 1)]
+
+
+def test_the_metrics_pristine_copy_cannot_be_poisoned(mysql_url):
+    """exec_match_nodistinct re-runs the agent's DISTINCT-stripped statement in a scratch
+    session: an executable comment there replaced `people` for every later re-run (and in
+    the agent's own next episode), so the right answer scored 0."""
+    env = SqlEnv("spider-dev", backend="mysql", mysql_url=mysql_url,
+                 metric="exec_match_nodistinct")
+    try:
+        env.reset(options={"task": 0})
+        env.step("/*!CREATE OR REPLACE TABLE people*/ SELECT DISTINCT 'x' AS Name")
+        env.step("submit")
+        env.reset(options={"task": 0})
+        answer = env.task.gold.replace("SELECT", "SELECT DISTINCT", 1)
+        obs, *_ = env.step(answer)
+        assert "'x'" not in obs
+        _, reward, _, _, info = env.step("submit")
+        assert reward == 1.0 and info["exec_match"] is True
+    finally:
+        env.close()
+

@@ -17,6 +17,7 @@ from intercode.sql import mysql_compat as compat
 from intercode.sql.backend import SqlSession
 from intercode.sql.mysql_accounts import Account
 from intercode.sql.mysql_fetch import arm, fetch_bounded
+from intercode.sql.qualify import MAX_CHARS, tokens
 from intercode.sql.results import QueryResult
 
 if TYPE_CHECKING:
@@ -28,17 +29,41 @@ _FIRST_WORD = re.compile(r"^(?:\s|/\*.*?\*/|--[^\n]*\n|#[^\n]*\n|\()*([A-Za-z]+)
 TIMEOUT_ERRORS = {1969, 3024, 1317}  # MariaDB / MySQL statement time limit, interrupted
 LOST = {2013, 2006, 2014, 0}  # lost connection (client-side timeout), out of sync
 MAX_ERROR_CHARS = 1000
+_EXECUTABLE_COMMENT = re.compile(r"/\*M?!", re.I)
+_STATE_FUNCTIONS = {"GET_LOCK"}
 
 
 def statement_kind(sql: str) -> str:
-    """``read``, ``dml`` (rolled back at reset) or ``other`` (may commit: redo the copy)."""
+    """``read``, ``dml`` (rolled back at reset) or ``other`` (may commit or leave session
+    state: redo the copy, start a fresh connection).
+
+    The server executes what stands in ``/*! ... */`` and ``/*M! ... */`` comments
+    (``/*!CREATE OR REPLACE TABLE city*/ SELECT 1`` is a ``CREATE``), so a statement
+    with one is ``other``; so is a read or a write that sets a user variable
+    (``SELECT @a := 1``) or takes a user lock (``GET_LOCK``), which a rollback keeps.
+    """
+    if _EXECUTABLE_COMMENT.search(sql):
+        return "other"
     m = _FIRST_WORD.match(sql)
     word = m.group(1).upper() if m else ""
-    if word in READ:
-        return "read"
-    if word in DML:
-        return "dml"
-    return "other"
+    if word not in READ and word not in DML:
+        return "other"
+    if _keeps_session_state(sql):
+        return "other"
+    return "read" if word in READ else "dml"
+
+
+def _keeps_session_state(sql: str) -> bool:
+    """Whether ``sql`` may set a user variable or take a user lock (outside strings,
+    quoted names and comments); a statement too long to look at may."""
+    if "@" not in sql and "lock" not in sql.lower():
+        return False
+    if len(sql) > MAX_CHARS:
+        return True
+    toks = tokens(sql)
+    return any(t.text == "@" or (t.word in _STATE_FUNCTIONS and i + 1 < len(toks)
+                                 and toks[i + 1].text == "(")
+               for i, t in enumerate(toks))
 
 
 class MysqlSession(SqlSession):
