@@ -348,3 +348,18 @@ def test_the_metrics_pristine_copy_cannot_be_poisoned(mysql_url):
     finally:
         env.close()
 
+
+def test_using_a_dropped_copy_is_the_agents_outcome(agent):
+    """DROP DATABASE on its own copy is within the agent's grants; a later USE of it, or a
+    lost connection, raised a server error out of the step (an infrastructure error)."""
+    assert agent.execute("SET SESSION sql_mode = 'ANSI_QUOTES'").ok
+    assert agent.execute("SELECT count(*) FROM car_1.cars_data").ok
+    assert agent.execute('DROP DATABASE "car_1"').ok
+    assert agent.execute("USE car_1").ok
+    assert agent.execute("SELECT count(*) FROM cars_data").rows == [(27,)]
+    assert agent.execute("SET SESSION sql_mode = 'ANSI_QUOTES'").ok
+    assert agent.execute('DROP DATABASE "car_1"').ok  # the current copy, then a lost link
+    got = agent.execute("SET STATEMENT max_statement_time = 0 FOR SELECT SLEEP(4)")
+    assert got.timed_out and not got.ok
+    agent.reset("world_1")
+    assert agent.execute("SELECT count(*) FROM car_1.cars_data").rows == [(27,)]

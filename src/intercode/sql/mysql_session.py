@@ -29,6 +29,7 @@ _FIRST_WORD = re.compile(r"^(?:\s|/\*.*?\*/|--[^\n]*\n|#[^\n]*\n|\()*([A-Za-z]+)
 TIMEOUT_ERRORS = {1969, 3024, 1317}  # MariaDB / MySQL statement time limit, interrupted
 LOST = {2013, 2006, 2014, 0}  # lost connection (client-side timeout), out of sync
 MAX_ERROR_CHARS = 1000
+BAD_DATABASE = 1049  # ER_BAD_DB_ERROR: Unknown database
 _EXECUTABLE_COMMENT = re.compile(r"/\*M?!", re.I)
 _STATE_FUNCTIONS = {"GET_LOCK"}
 
@@ -181,8 +182,16 @@ class MysqlSession(SqlSession):
             side.close()
 
     def _use(self, name: str) -> None:
+        """Select the copy of ``name``; one the agent dropped (``DROP DATABASE`` on its
+        own copy, which its grants allow) is made again rather than failing the step."""
         physical = self._physical(name)
-        self.conn.select_db(physical)
+        try:
+            self.conn.select_db(physical)
+        except self.backend._pymysql.err.OperationalError as exc:
+            if (exc.args[0] if exc.args else 0) != BAD_DATABASE:
+                raise
+            self._dirty.add(name)
+            self.conn.select_db(self._physical(name, fresh=True))
         self.conn.begin()
         self.current_db = name
         self._names = {self.backend.copy_name(self.sid, n): n for n in self._copies}
