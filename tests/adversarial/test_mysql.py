@@ -323,10 +323,11 @@ def test_user_variables_and_locks_of_a_select_do_not_outlive_the_episode(agent):
     lock = f"ic_chan_{secrets.token_hex(4)}"
     assert agent.execute("SELECT @leak := 42").ok
     assert agent.execute("SELECT COUNT(*) INTO @leak2 FROM city").ok
-    assert agent.execute(f"SELECT GET_LOCK('{lock}', 0)").rows == [(1,)]
+    assert agent.execute("SELECT 1 FROM city WHERE 1--@leak3:=7\n").ok  # not a comment
+    assert agent.execute(f"SELECT GET_LOCK /* x */ ('{lock}', 0)").rows == [(1,)]
     agent.reset("world_1")
-    assert agent.execute(f"SELECT @leak, @leak2, IS_FREE_LOCK('{lock}')").rows == [
-        (None, None, 1)]
+    assert agent.execute(f"SELECT @leak, @leak2, @leak3, IS_FREE_LOCK('{lock}')").rows == [
+        (None, None, None, 1)]
 
 
 def test_the_metrics_pristine_copy_cannot_be_poisoned(mysql_url):
@@ -363,3 +364,4 @@ def test_using_a_dropped_copy_is_the_agents_outcome(agent):
     assert got.timed_out and not got.ok
     agent.reset("world_1")
     assert agent.execute("SELECT count(*) FROM car_1.cars_data").rows == [(27,)]
+

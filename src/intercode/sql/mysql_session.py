@@ -17,7 +17,6 @@ from intercode.sql import mysql_compat as compat
 from intercode.sql.backend import SqlSession
 from intercode.sql.mysql_accounts import Account
 from intercode.sql.mysql_fetch import arm, fetch_bounded
-from intercode.sql.qualify import MAX_CHARS, tokens
 from intercode.sql.results import QueryResult
 
 if TYPE_CHECKING:
@@ -31,7 +30,6 @@ LOST = {2013, 2006, 2014, 0}  # lost connection (client-side timeout), out of sy
 MAX_ERROR_CHARS = 1000
 BAD_DATABASE = 1049  # ER_BAD_DB_ERROR: Unknown database
 _EXECUTABLE_COMMENT = re.compile(r"/\*M?!", re.I)
-_STATE_FUNCTIONS = {"GET_LOCK"}
 
 
 def statement_kind(sql: str) -> str:
@@ -55,16 +53,9 @@ def statement_kind(sql: str) -> str:
 
 
 def _keeps_session_state(sql: str) -> bool:
-    """Whether ``sql`` may set a user variable or take a user lock (outside strings,
-    quoted names and comments); a statement too long to look at may."""
-    if "@" not in sql and "lock" not in sql.lower():
-        return False
-    if len(sql) > MAX_CHARS:
-        return True
-    toks = tokens(sql)
-    return any(t.text == "@" or (t.word in _STATE_FUNCTIONS and i + 1 < len(toks)
-                                 and toks[i + 1].text == "(")
-               for i, t in enumerate(toks))
+    """Whether ``sql`` may set a user variable or take a user lock. Read on the raw text:
+    the server's comments are not the tokeniser's (``SELECT --@a:=5`` sets ``@a``)."""
+    return "@" in sql or "get_lock" in sql.lower()
 
 
 class MysqlSession(SqlSession):
