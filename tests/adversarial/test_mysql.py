@@ -365,3 +365,9 @@ def test_using_a_dropped_copy_is_the_agents_outcome(agent):
     agent.reset("world_1")
     assert agent.execute("SELECT count(*) FROM car_1.cars_data").rows == [(27,)]
 
+
+@pytest.mark.timeout(120)  # a hang guard: the regex of this pattern never ended
+def test_like_pattern_of_show_databases_does_not_hang_the_host(agent):
+    got = agent.execute("SHOW DATABASES LIKE '" + "%" * 5000 + "x'")
+    assert got.ok and got.rows == []
+    assert agent.execute("SHOW DATABASES LIKE 'WORLD\\_%'").rows == [("world_1",)]

@@ -207,8 +207,8 @@ class MysqlSession(SqlSession):
         if meta is not None and meta.kind == "databases":
             names = ["information_schema", *self.backend.store.names()]
             if meta.args[0] is not None:
-                rx = compat.like_to_regex(meta.args[0])
-                names = [n for n in names if rx.match(n)]
+                pattern = compat.like_pattern(meta.args[0])
+                names = [n for n in names if compat.like_match(pattern, n)]
             return QueryResult(rows=[(n,) for n in names])
         kind = statement_kind(sql)
         physical = self._to_physical(sql)
