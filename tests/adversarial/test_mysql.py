@@ -371,3 +371,14 @@ def test_like_pattern_of_show_databases_does_not_hang_the_host(agent):
     got = agent.execute("SHOW DATABASES LIKE '" + "%" * 5000 + "x'")
     assert got.ok and got.rows == []
     assert agent.execute("SHOW DATABASES LIKE 'WORLD\\_%'").rows == [("world_1",)]
+
+
+def test_a_statement_that_is_not_valid_unicode_is_the_agents_outcome(env):
+    """A lone surrogate in a statement raised UnicodeEncodeError out of the step (pymysql
+    cannot encode it): an infrastructure error instead of the agent's failure."""
+    env.reset(options={"task": 0})
+    for sql in ("SELECT '\ud800'", "SELECT Name FROM people WHERE Name = '\udfff'"):
+        obs, reward, done, _, info = env.step(sql)
+        assert info["exit_code"] == 1 and "not valid Unicode" in obs and not done
+    obs, *_ = env.step("SELECT count(*) FROM poker_player")
+    assert obs == "[(5,)]"

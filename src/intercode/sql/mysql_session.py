@@ -197,6 +197,11 @@ class MysqlSession(SqlSession):
         """Run one statement on the server (names mapped both ways)."""
         if not self.current_db:
             return QueryResult(error="No database selected")
+        try:
+            sql.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: the driver cannot send it
+            return QueryResult(error=f"the statement is not valid Unicode: {exc.reason} at "
+                                     f"character {exc.start}")
         meta = compat.parse_meta(sql)
         if meta is not None and meta.kind == "use":
             target = self._canonical(meta.args[0] or "")
