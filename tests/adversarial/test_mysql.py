@@ -379,6 +379,7 @@ def test_a_statement_that_is_not_valid_unicode_is_the_agents_outcome(env):
     env.reset(options={"task": 0})
     for sql in ("SELECT '\ud800'", "SELECT Name FROM people WHERE Name = '\udfff'"):
         obs, reward, done, _, info = env.step(sql)
-        assert info["exit_code"] == 1 and "not valid Unicode" in obs and not done
+        assert info["exit_code"] == 1 and "not valid Unicode" in obs
+        assert reward == 0.0 and not done
     obs, *_ = env.step("SELECT count(*) FROM poker_player")
     assert obs == "[(5,)]"
