@@ -383,3 +383,12 @@ def test_a_statement_that_is_not_valid_unicode_is_the_agents_outcome(env):
         assert reward == 0.0 and not done
     obs, *_ = env.step("SELECT count(*) FROM poker_player")
     assert obs == "[(5,)]"
+
+
+@pytest.mark.timeout(120)  # a hang guard: the old regex took 2^40 steps here
+def test_many_comments_before_a_statement_do_not_hang_the_host(agent):
+    """The statement kind was read by a regex whose lazy comment could reach past its
+    '*/': '/**/' * n before a non-word took 2^n steps on the host (n = 40: days)."""
+    for sql in ("/**/" * 40 + "1", "/* a */" * 40 + "(1)", "/**/" * 40 + "SELECT 1"):
+        agent.execute(sql)
+    assert agent.execute("SELECT count(*) FROM city").rows == [(4079,)]

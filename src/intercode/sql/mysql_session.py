@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 READ = {"SELECT", "SHOW", "DESC", "DESCRIBE", "EXPLAIN", "HELP", "WITH", "VALUES", "TABLE"}
 DML = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
-_FIRST_WORD = re.compile(r"^(?:\s|/\*.*?\*/|--[^\n]*\n|#[^\n]*\n|\()*([A-Za-z]+)", re.S)
+# a comment cannot reach past its first */, and nothing is given back once skipped: a lazy
+# /\*.*?\*/ in a backtracking loop took 2^n steps for '/**/' * n + '1' (the host hung)
+_FIRST_WORD = re.compile(r"^(?:\s|/\*(?:[^*]|\*(?!/))*\*/|--[^\n]*\n|#[^\n]*\n|\()*+([A-Za-z]+)")
 TIMEOUT_ERRORS = {1969, 3024, 1317}  # MariaDB / MySQL statement time limit, interrupted
 LOST = {2013, 2006, 2014, 0}  # lost connection (client-side timeout), out of sync
 MAX_ERROR_CHARS = 1000
