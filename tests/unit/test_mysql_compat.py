@@ -107,7 +107,7 @@ def test_like_match(pattern: str, matches: list[str], misses: list[str]) -> None
 
 @pytest.mark.parametrize(("pattern", "sql"), [
     ("c%", "c%"), ("car\\_%", "car\\_%"), ("50\\%", "50\\%"), ("a\\\\b", "a\\\\b"),
-    ("%%%x", "%x"), ("A\\b", "ab"), ("x\\", "x\\\\"),
+    ("%%%x", "%x"), ("A\\b", "Ab"), ("x\\", "x\\\\"),
 ])
 def test_like_sql_is_sqlite_escaped(pattern: str, sql: str) -> None:
     assert like_sql(pattern) == sql

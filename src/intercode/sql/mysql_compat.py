@@ -59,15 +59,16 @@ def parse_meta(sql: str) -> Meta | None:
 _ANY, _ONE = object(), object()  # the wildcards % and _ of a parsed LIKE pattern
 
 
-def like_pattern(pattern: str) -> list[object]:
-    """A MySQL ``LIKE`` pattern as a list of ``_ANY``, ``_ONE`` and lower-cased literal
-    characters (``\\`` escapes, as in MySQL; a trailing one stands for itself); runs of
-    ``%`` are one ``_ANY``."""
+def like_pattern(pattern: str, fold: bool = True) -> list[object]:
+    """A MySQL ``LIKE`` pattern as a list of ``_ANY``, ``_ONE`` and literal characters,
+    lower-cased if ``fold`` (``\\`` escapes, as in MySQL; a trailing one stands for
+    itself); runs of ``%`` are one ``_ANY``."""
     out: list[object] = []
     escaped = False
     for c in pattern:
+        c = c.lower() if fold else c
         if escaped:
-            out.extend(c.lower())
+            out.extend(c)
             escaped = False
         elif c == "\\":
             escaped = True
@@ -75,7 +76,7 @@ def like_pattern(pattern: str) -> list[object]:
             if not out or out[-1] is not _ANY:
                 out.append(_ANY)
         else:
-            out.extend([_ONE] if c == "_" else c.lower())
+            out.extend([_ONE] if c == "_" else c)
     if escaped:
         out.append("\\")
     return out
@@ -113,9 +114,10 @@ def like_match(pattern: str | list[object], text: str) -> bool:
 
 
 def like_sql(pattern: str) -> str:
-    """The pattern for SQLite's ``LIKE … ESCAPE '\\'`` that matches what MySQL's does."""
+    """The pattern for SQLite's ``LIKE … ESCAPE '\\'`` that matches what MySQL's does
+    (SQLite's ``LIKE`` ignores the case of ASCII letters itself)."""
     out = []
-    for t in like_pattern(pattern):
+    for t in like_pattern(pattern, fold=False):
         if t is _ANY:
             out.append("%")
         elif t is _ONE:
@@ -134,7 +136,7 @@ def table_names(conn: sqlite3.Connection, like: str | None = None) -> list[str]:
     if like is None:
         rows = conn.execute(sql).fetchall()
     else:
-        rows = conn.execute(sql + " AND lower(name) LIKE ? ESCAPE '\\'",
+        rows = conn.execute(sql + " AND name LIKE ? ESCAPE '\\'",
                             (like_sql(like),)).fetchall()
     return sorted(r[0].lower() for r in rows)
 
