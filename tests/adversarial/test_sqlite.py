@@ -289,3 +289,23 @@ def test_qualified_names_reach_only_the_sessions_own_copies(backend):
     finally:
         a.close()
         b.close()
+
+
+@pytest.mark.timeout(120)  # a hang guard: the regex of these patterns never ended
+def test_like_patterns_of_show_commands_do_not_hang_the_host(session):
+    """SHOW DATABASES / SHOW TABLES LIKE were matched on the host with a backtracking
+    regex: '%%…%x' (5,000 wildcards) against 'world_1', or '%a%a…%b' against a long table
+    name the agent made, never finished (the runner hung)."""
+    got = session.execute("SHOW DATABASES LIKE '" + "%" * 5000 + "x'")
+    assert got.ok and got.rows == []
+    got = session.execute("SHOW DATABASES LIKE '" + "%" * 5000 + "1'")
+    assert got.ok and ("world_1",) in got.rows
+    name = "a" * 200
+    assert session.execute(f"CREATE TABLE {name} (x)").ok
+    got = session.execute("SHOW TABLES LIKE '" + "%a" * 150 + "%b'")
+    assert got.ok and got.rows == []
+    got = session.execute("SHOW TABLES LIKE '" + "%a" * 150 + "%'")
+    assert got.ok and got.rows == [(name,)]
+    got = session.execute("SHOW FULL TABLES LIKE 'c\\_t%'")  # MySQL's escapes still hold
+    assert got.ok and got.rows == []
+    assert session.execute("SHOW TABLES LIKE 'CIT_'").rows == [("city",)]
