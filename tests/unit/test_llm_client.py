@@ -265,3 +265,16 @@ def test_identity_keeps_old_runs_resumable_and_new_settings_apart():
                                            "max_tokens": 512, "top_p": None}
     assert ModelConfig("m", reasoning_effort="low").identity()["reasoning_effort"] == "low"
     assert ModelConfig("m", extra_body={"a": 1}).identity()["extra_body"] == {"a": 1}
+
+
+def test_a_value_out_of_range_is_not_taken_for_an_unsupported_parameter():
+    # OpenAI names the parameter, but the model takes it: leaving it out would lift the cap
+    body = {"error": {"message": "max_tokens is too large: 100000. This model supports at "
+                      "most 16384 completion tokens, whereas you provided 100000.",
+                      "type": "invalid_request_error", "param": "max_tokens",
+                      "code": "invalid_value"}}
+    with ScriptedChatServer(sequence([Reply(status=400, body=body)])) as server:
+        c = client(server)
+        with pytest.raises(ModelRejected, match="too large"):
+            c.complete(HELLO)
+        assert len(server.requests) == 1 and not c.refused

@@ -268,21 +268,26 @@ class ChatClient:
 # parameters a server may refuse, and what the client does instead
 ADAPTABLE = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "stop",
              "stream_options")
-REFUSAL_WORDS = re.compile(r"unsupported|not supported|does not support|unrecognized|"
-                           r"unknown|not allowed|not permitted|extra inputs|invalid", re.I)
+REFUSAL_WORDS = re.compile(r"\b(unsupported|not supported|does not support|unrecognized|"
+                           r"unknown|not allowed|not permitted|extra inputs)\b", re.I)
 
 
 def _refused_parameter(error: Exception, request: dict[str, Any]) -> str | None:
-    """The parameter of ``request`` a 400 says the server refuses, if it names one we can
-    leave out or rename (OpenAI's error carries it in ``param``; others in the text)."""
+    """The parameter of ``request`` a 400 says the server does not take, if it is one we
+    can leave out or rename. The message must say it is unsupported (a value out of
+    range, "max_tokens is too large", is not: the request stays refused); OpenAI names
+    the parameter in ``param``, other servers only in the message."""
     body = getattr(error, "body", None)
-    param = body.get("param") if isinstance(body, dict) else None
-    sent = [name for name in ADAPTABLE if name in request]
-    if isinstance(param, str) and param in sent:
-        return param
-    text = str(getattr(error, "message", None) or error)
+    error_body = body.get("error", body) if isinstance(body, dict) else None
+    fields = error_body if isinstance(error_body, dict) else {}
+    message = fields.get("message")
+    text = message if isinstance(message, str) else str(error)
     if not REFUSAL_WORDS.search(text):
         return None
+    sent = [name for name in ADAPTABLE if name in request]
+    param = fields.get("param")
+    if isinstance(param, str) and param:
+        return param if param in sent else None
     named = [name for name in sent if re.search(rf"(?<![A-Za-z_]){name}(?![A-Za-z_])", text)]
     # "use 'max_completion_tokens' instead" names both: the one to leave out comes first
     named.sort(key=lambda name: text.find(name))
