@@ -212,7 +212,7 @@ def test_the_command_line_runs_tools_with_streaming_and_extra_body(tmp_path):
     assert done.returncode == 0, done.stderr
     assert all(r["stream"] and r["reasoning_effort"] == "low" and r["top_k"] == 5 for r in sent)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert config["model"]["stream"] is True and config["strategy"]["show_reward"] is False
+    assert config["model"]["stream"] is True and "show_reward" not in config["strategy"]
     shown = cli("show", str(tmp_path / "run"), "--task", "0")
     assert shown.returncode == 0 and "[tool call execute id=" in shown.stdout
 

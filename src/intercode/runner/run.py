@@ -258,6 +258,8 @@ def _config_record(cfg: RunConfig, revision: str, tasks: tuple[int, ...]) -> dic
     data["schema"] = SCHEMA
     data["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     data.pop("resume")
+    if not cfg.strategy.show_reward:  # runs from before it existed stay resumable
+        data["strategy"].pop("show_reward")
     data["mysql_url"] = redact_url(cfg.settings.mysql_url)
     data["model_identity"] = None
     if cfg.model is not None:
