@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -195,6 +196,10 @@ def test_a_reasoning_model_behind_openais_refusals_runs_and_its_tokens_are_summe
     first = records[0]["turns"][0]["llm"]
     assert first["adjusted"] == ["max_tokens sent as max_completion_tokens",
                                  "temperature not sent"]
+    shown = subprocess.run([sys.executable, "-m", "intercode", "show", str(tmp_path / "run")],
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "COLUMNS": "250"})
+    assert f"({7 * len(answered):,} of them reasoning)" in shown.stdout
 
 
 def cli(*args):
