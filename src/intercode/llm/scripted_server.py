@@ -171,6 +171,12 @@ class ScriptedChatServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except (ConnectionResetError, BrokenPipeError):
+                    pass  # the client closed a stream it had read to its end: not an error
+
             def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None,
                       content_type: str = "application/json") -> None:
                 self.send_response(status)
