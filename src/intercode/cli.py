@@ -175,6 +175,12 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
             if getattr(args, name) is not None:
                 raise ConfigError(f"--{name.replace('_', '-')} applies only to LLM agents "
                                   f"({', '.join(POLICIES)}), not {agent}")
+    if agent == "tools":
+        for flag, given in (("--dialogue-limit", args.dialogue_limit),
+                            ("--refine-turns", args.refine_turns)):
+            if given is not None:
+                raise ConfigError(f"{flag} does not apply to --agent tools (its dialogue is "
+                                  "kept whole; the turn limit bounds it)")
     if args.show_reward and agent != "tools":
         raise ConfigError(f"--show-reward applies only to --agent tools, not {agent} (Try "
                           "Again always shows the reward, ReAct never)")

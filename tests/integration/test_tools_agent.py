@@ -227,6 +227,7 @@ def test_the_command_line_runs_tools_with_streaming_and_extra_body(tmp_path):
     (["--agent", "tools", "--extra-body", '{"messages": []}'], "may not set messages"),
     (["--agent", "try-again", "--show-reward"], "--show-reward applies only to --agent tools"),
     (["--agent", "gold", "--stream"], "applies only to LLM agents"),
+    (["--agent", "tools", "--dialogue-limit", "4"], "--dialogue-limit does not apply"),
     (["--agent", "tools", "--reasoning-effort", "max"], "invalid choice"),
 ])
 def test_bad_model_options_are_one_line(tmp_path, args, pattern):
