@@ -110,8 +110,8 @@ def _add_model(p: argparse.ArgumentParser) -> None:
     g.add_argument("--reasoning-effort", default=None, choices=list(REASONING_EFFORTS),
                    help="reasoning models: how hard to think (sent as reasoning_effort)")
     g.add_argument("--stream", action="store_true", default=None,
-                   help="stream replies (server-sent events): long generations outlive no "
-                        "HTTP time-out; a stream silent for --llm-timeout is retried")
+                   help="stream replies (server-sent events), so that a long generation is "
+                        "not cut by the time-out; a stream silent for --llm-timeout is retried")
     g.add_argument("--extra-body", default=None, metavar="JSON",
                    help="a JSON object merged into every request (provider-specific "
                         "fields, e.g. '{\"top_k\": 20}')")
