@@ -18,13 +18,13 @@ from intercode.benchmarks import benchmarks, get, names
 from intercode.cli_types import Parser, integer, number, seconds
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, IntercodeError
-from intercode.llm.client import ModelConfig
+from intercode.llm.client import REASONING_EFFORTS, ModelConfig, parse_extra_body
 from intercode.rewards.spider import METRICS
 from intercode.runner.worker import AGENTS
 from intercode.sandbox.limits import Limits
 
 # turn limits when --turns is not given (upstream's scripts: 10 turns)
-DEFAULT_TURNS = {"single-turn": 1, "try-again": 10, "react": 10}
+DEFAULT_TURNS = {"single-turn": 1, "try-again": 10, "react": 10, "tools": 10}
 MAX_WORKERS = 1024
 
 
@@ -81,6 +81,8 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
 
 MODEL_DEFAULTS = {"api_key_env": "OPENAI_API_KEY", "temperature": 0.0, "max_tokens": 512,
                   "llm_timeout": 60.0, "llm_retries": 6, "refine_turns": 3}
+MODEL_OPTIONS = ("model", "base_url", "top_p", "observation_chars", "observation_rows",
+                 "dialogue_limit", "reasoning_effort", "stream", "extra_body", "show_reward")
 
 
 def _add_model(p: argparse.ArgumentParser) -> None:
@@ -105,6 +107,18 @@ def _add_model(p: argparse.ArgumentParser) -> None:
                    help="Try Again: messages kept after the query (upstream: bash 7, sql 5)")
     g.add_argument("--refine-turns", type=integer(0), default=None,
                    help="Plan & Solve repairs (3)")
+    g.add_argument("--reasoning-effort", default=None, choices=list(REASONING_EFFORTS),
+                   help="reasoning models: how hard to think (sent as reasoning_effort)")
+    g.add_argument("--stream", action="store_true", default=None,
+                   help="stream replies (server-sent events), so that a long generation is "
+                        "not cut by the time-out; a stream silent for --llm-timeout is retried")
+    g.add_argument("--extra-body", default=None, metavar="JSON",
+                   help="a JSON object merged into every request (provider-specific "
+                        "fields, e.g. '{\"top_k\": 20}')")
+    g.add_argument("--show-reward", action="store_true", default=None,
+                   help="--agent tools: score every action and show the reward in the "
+                        "tool's result (Try Again); without it, the submitted answer is "
+                        "scored (ReAct)")
 
 
 def _opt(args: argparse.Namespace, name: str) -> Any:
@@ -119,14 +133,18 @@ def _model(args: argparse.Namespace) -> ModelConfig | None:
                        api_key_env=_opt(args, "api_key_env"),
                        temperature=_opt(args, "temperature"),
                        max_tokens=_opt(args, "max_tokens"), top_p=args.top_p,
-                       timeout=_opt(args, "llm_timeout"), retries=_opt(args, "llm_retries"))
+                       timeout=_opt(args, "llm_timeout"), retries=_opt(args, "llm_retries"),
+                       reasoning_effort=args.reasoning_effort, stream=bool(args.stream),
+                       extra_body=(parse_extra_body(args.extra_body)
+                                   if args.extra_body is not None else {}))
 
 
 def _strategy(args: argparse.Namespace) -> StrategyOptions:
     return StrategyOptions(observation_chars=args.observation_chars,
                            observation_rows=args.observation_rows,
                            dialogue_limit=args.dialogue_limit,
-                           refine_turns=_opt(args, "refine_turns"))
+                           refine_turns=_opt(args, "refine_turns"),
+                           show_reward=bool(args.show_reward))
 
 
 def _refuse_inapplicable(args: argparse.Namespace) -> None:
@@ -153,11 +171,19 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
     if args.trajectories is not None and agent != "replay":
         raise ConfigError(f"--trajectories applies only to --agent replay, not {agent}")
     if agent not in POLICIES:
-        for name in (*MODEL_DEFAULTS, "model", "base_url", "top_p", "observation_chars",
-                     "observation_rows", "dialogue_limit"):
+        for name in (*MODEL_DEFAULTS, *MODEL_OPTIONS):
             if getattr(args, name) is not None:
                 raise ConfigError(f"--{name.replace('_', '-')} applies only to LLM agents "
                                   f"({', '.join(POLICIES)}), not {agent}")
+    if agent == "tools":
+        for flag, given in (("--dialogue-limit", args.dialogue_limit),
+                            ("--refine-turns", args.refine_turns)):
+            if given is not None:
+                raise ConfigError(f"{flag} does not apply to --agent tools (its dialogue is "
+                                  "kept whole; the turn limit bounds it)")
+    if args.show_reward and agent != "tools":
+        raise ConfigError(f"--show-reward applies only to --agent tools, not {agent} (Try "
+                          "Again always shows the reward, ReAct never)")
 
 
 def _add_serving(p: argparse.ArgumentParser) -> None:
@@ -187,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(ev)
     ev.add_argument("--agent", default="gold", choices=list(AGENTS),
                     help="gold, replay, human, or an LLM strategy: single-turn, try-again "
-                         "(default 10 turns), react (10), plan-solve (plan + 3 repairs)")
+                         "(default 10 turns), react (10), plan-solve (plan + 3 repairs), "
+                         "tools (native function calling, 10)")
     ev.add_argument("--trajectories", help="recorded episodes for --agent replay")
     _add_model(ev)
     ev.add_argument("--tasks", help="task indices, e.g. 0-99,120 (default: all)")

@@ -57,6 +57,9 @@ class Prompting:
     ``execute_note`` (Plan & Solve execution), ``failed_definition`` (shown instead of
     the output when a definition is scored below 1, as upstream's Python prompt did),
     ``react_examples`` / ``plan_examples`` (worked examples, the paper's structure).
+    Native tool calling (``--agent tools``) reads ``submit_answer`` (what the ``answer``
+    of the submit tool is, e.g. "the flag"; used when ``Parsing.submit_argument``) and
+    ``tools_note`` (extra lines of its system message; ``try_again_note`` if unset).
     """
 
     language: str
@@ -71,6 +74,8 @@ class Prompting:
     failed_definition: str | None = None
     react_examples: str = ""
     plan_examples: str = ""
+    submit_answer: str | None = None
+    tools_note: str | None = None
 
 
 def _gold_code(task: Task) -> str:

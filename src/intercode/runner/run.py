@@ -133,7 +133,8 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
     if cfg.agent in POLICIES:
         if cfg.model is None:
             raise ConfigError(f"--agent {cfg.agent} needs a model (--model)")
-        ChatClient(cfg.model)  # no key, no endpoint: fail now, not in every worker
+        # no key, no endpoint, an option the strategy refuses: fail now, not in every worker
+        POLICIES[cfg.agent](cfg.env, ChatClient(cfg.model), cfg.strategy)
     if cfg.agent == "replay":
         tasks = replay_tasks(cfg.trajectories, tasks, cfg.tasks is not None, len(dataset))
     return tasks
@@ -257,6 +258,8 @@ def _config_record(cfg: RunConfig, revision: str, tasks: tuple[int, ...]) -> dic
     data["schema"] = SCHEMA
     data["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     data.pop("resume")
+    if not cfg.strategy.show_reward:  # runs from before it existed stay resumable
+        data["strategy"].pop("show_reward")
     data["mysql_url"] = redact_url(cfg.settings.mysql_url)
     data["model_identity"] = None
     if cfg.model is not None:
