@@ -11,17 +11,21 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from intercode.agents.llm import POLICIES, StrategyOptions
+# only what building the parser needs: each command imports its own dependencies (the
+# environments bring Gymnasium and numpy; `intercode --help` must not pay for them)
+from intercode.agents.names import AGENTS, STRATEGIES
 from intercode.benchmarks import benchmarks, get, names
 from intercode.cli_types import Parser, integer, number, seconds
-from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, IntercodeError
-from intercode.llm.client import ModelConfig
 from intercode.rewards.spider import METRICS
-from intercode.runner.worker import AGENTS
-from intercode.sandbox.limits import Limits
+
+if TYPE_CHECKING:
+    from intercode.agents.llm import StrategyOptions
+    from intercode.envs.settings import EnvSettings
+    from intercode.llm.client import ModelConfig
+    from intercode.sandbox.limits import Limits
 
 # turn limits when --turns is not given (upstream's scripts: 10 turns)
 DEFAULT_TURNS = {"single-turn": 1, "try-again": 10, "react": 10}
@@ -29,6 +33,8 @@ MAX_WORKERS = 1024
 
 
 def _limits(args: argparse.Namespace) -> Limits:
+    from intercode.sandbox.limits import Limits
+
     return Limits(timeout=args.timeout)
 
 
@@ -37,6 +43,8 @@ def _dataset(args: argparse.Namespace) -> str:
 
 
 def _settings(args: argparse.Namespace) -> EnvSettings:
+    from intercode.envs.settings import EnvSettings
+
     return EnvSettings(limits=_limits(args),
                        upstream_quirks=getattr(args, "upstream_quirks", False),
                        sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network,
@@ -115,6 +123,8 @@ def _opt(args: argparse.Namespace, name: str) -> Any:
 def _model(args: argparse.Namespace) -> ModelConfig | None:
     if args.model is None:
         return None
+    from intercode.llm.client import ModelConfig
+
     return ModelConfig(model=args.model, base_url=args.base_url,
                        api_key_env=_opt(args, "api_key_env"),
                        temperature=_opt(args, "temperature"),
@@ -123,6 +133,8 @@ def _model(args: argparse.Namespace) -> ModelConfig | None:
 
 
 def _strategy(args: argparse.Namespace) -> StrategyOptions:
+    from intercode.agents.llm import StrategyOptions
+
     return StrategyOptions(observation_chars=args.observation_chars,
                            observation_rows=args.observation_rows,
                            dialogue_limit=args.dialogue_limit,
@@ -152,12 +164,12 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
         return
     if args.trajectories is not None and agent != "replay":
         raise ConfigError(f"--trajectories applies only to --agent replay, not {agent}")
-    if agent not in POLICIES:
+    if agent not in STRATEGIES:
         for name in (*MODEL_DEFAULTS, "model", "base_url", "top_p", "observation_chars",
                      "observation_rows", "dialogue_limit"):
             if getattr(args, name) is not None:
                 raise ConfigError(f"--{name.replace('_', '-')} applies only to LLM agents "
-                                  f"({', '.join(POLICIES)}), not {agent}")
+                                  f"({', '.join(STRATEGIES)}), not {agent}")
 
 
 def _add_serving(p: argparse.ArgumentParser) -> None:
