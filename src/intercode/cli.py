@@ -50,7 +50,8 @@ def _settings(args: argparse.Namespace) -> EnvSettings:
                        sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network,
                        sql_max_rows=args.sql_max_rows,
                        sql_max_result_rows=args.sql_max_result_rows,
-                       sql_metric=args.sql_metric, test_timeout=args.test_timeout)
+                       sql_metric=args.sql_metric, test_timeout=args.test_timeout,
+                       gold_cache=not args.no_gold_cache)
 
 
 def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
@@ -82,6 +83,9 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
     p.add_argument("--network", action="store_true",
                    help="ctf: give the sandbox an isolated network (slirp4netns), so the tasks "
                         "that need it run; it cannot reach the host's loopback services")
+    p.add_argument("--no-gold-cache", action="store_true",
+                   help="bash: run the gold every episode instead of reusing its result "
+                        "stored by an earlier run (see README: the gold cache)")
     p.add_argument("--host-network", action="store_true",
                    help="ctf: share the host's network instead (host loopback services, e.g. "
                         "a local MariaDB, become reachable)")
@@ -152,7 +156,8 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
                                 ("--sql-max-result-rows", "sql_max_result_rows",
                                  args.sql_max_result_rows is not None),
                                 ("--sql-metric", "sql_metric", args.sql_metric is not None),
-                                ("--test-timeout", "test_timeout", args.test_timeout is not None)):
+                                ("--test-timeout", "test_timeout", args.test_timeout is not None),
+                                ("--no-gold-cache", "gold_cache", args.no_gold_cache)):
         if given and option not in options:
             takers = [b.name for b in benchmarks() if option in b.options]
             raise ConfigError(f"{flag} applies only to the {' and '.join(takers) or 'no'} "
