@@ -63,17 +63,26 @@ def cache_root() -> Path:
     return cache_dir() / "gold"
 
 
+# the code that runs the gold and turns it into a result: the sandbox (host side and
+# in-sandbox), the Bash environment, the prepared file systems and this module
+CODE_PACKAGES = ("intercode.sandbox", "intercode.sandbox.inbox")
+CODE_MODULES = ("intercode.envs.bash", "intercode.envs.gold_cache", "intercode.datasets.fsbuild")
+
+
 @lru_cache(maxsize=1)
 def sandbox_code_digest() -> str:
-    """Digest of the in-sandbox code (it runs the gold, diffs and fingerprints)."""
-    from importlib import resources
+    """Digest of the source of the code that decides a gold result (see CODE_PACKAGES and
+    CODE_MODULES): an entry made by other code is never reused."""
+    from importlib import import_module, resources
 
-    from intercode.sandbox.inbox import MODULES
-
-    pkg = resources.files("intercode.sandbox.inbox")
     digest = hashlib.sha256()
-    for name in MODULES:
-        digest.update(name.encode() + b"\0" + (pkg / f"{name}.py").read_bytes() + b"\0")
+    for package in CODE_PACKAGES:
+        for item in sorted(resources.files(package).iterdir(), key=lambda f: f.name):
+            if item.name.endswith(".py"):
+                digest.update(f"{package}/{item.name}".encode() + b"\0" + item.read_bytes())
+    for module in CODE_MODULES:
+        source = Path(str(import_module(module).__file__))
+        digest.update(module.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 
 
