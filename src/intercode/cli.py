@@ -11,17 +11,22 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from intercode.agents.llm import POLICIES, StrategyOptions
+# only what building the parser needs: each command imports its own dependencies (the
+# environments bring Gymnasium and numpy; `intercode --help` must not pay for them)
+from intercode.agents.names import AGENTS, STRATEGIES
 from intercode.benchmarks import benchmarks, get, names
 from intercode.cli_types import Parser, integer, number, seconds
-from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, IntercodeError
-from intercode.llm.client import REASONING_EFFORTS, ModelConfig, parse_extra_body
+from intercode.llm.client import REASONING_EFFORTS, parse_extra_body
 from intercode.rewards.spider import METRICS
-from intercode.runner.worker import AGENTS
-from intercode.sandbox.limits import Limits
+
+if TYPE_CHECKING:
+    from intercode.agents.llm import StrategyOptions
+    from intercode.envs.settings import EnvSettings
+    from intercode.llm.client import ModelConfig
+    from intercode.sandbox.limits import Limits
 
 # turn limits when --turns is not given (upstream's scripts: 10 turns)
 DEFAULT_TURNS = {"single-turn": 1, "try-again": 10, "react": 10, "tools": 10}
@@ -29,6 +34,8 @@ MAX_WORKERS = 1024
 
 
 def _limits(args: argparse.Namespace) -> Limits:
+    from intercode.sandbox.limits import Limits
+
     return Limits(timeout=args.timeout)
 
 
@@ -37,12 +44,15 @@ def _dataset(args: argparse.Namespace) -> str:
 
 
 def _settings(args: argparse.Namespace) -> EnvSettings:
+    from intercode.envs.settings import EnvSettings
+
     return EnvSettings(limits=_limits(args),
                        upstream_quirks=getattr(args, "upstream_quirks", False),
                        sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network,
                        sql_max_rows=args.sql_max_rows,
                        sql_max_result_rows=args.sql_max_result_rows,
-                       sql_metric=args.sql_metric, test_timeout=args.test_timeout)
+                       sql_metric=args.sql_metric, test_timeout=args.test_timeout,
+                       gold_cache=not args.no_gold_cache)
 
 
 def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
@@ -74,6 +84,9 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
     p.add_argument("--network", action="store_true",
                    help="ctf: give the sandbox an isolated network (slirp4netns), so the tasks "
                         "that need it run; it cannot reach the host's loopback services")
+    p.add_argument("--no-gold-cache", action="store_true",
+                   help="bash: run the gold every episode instead of reusing its result "
+                        "stored by an earlier run (see README: the gold cache)")
     p.add_argument("--host-network", action="store_true",
                    help="ctf: share the host's network instead (host loopback services, e.g. "
                         "a local MariaDB, become reachable)")
@@ -129,6 +142,8 @@ def _opt(args: argparse.Namespace, name: str) -> Any:
 def _model(args: argparse.Namespace) -> ModelConfig | None:
     if args.model is None:
         return None
+    from intercode.llm.client import ModelConfig
+
     return ModelConfig(model=args.model, base_url=args.base_url,
                        api_key_env=_opt(args, "api_key_env"),
                        temperature=_opt(args, "temperature"),
@@ -140,6 +155,8 @@ def _model(args: argparse.Namespace) -> ModelConfig | None:
 
 
 def _strategy(args: argparse.Namespace) -> StrategyOptions:
+    from intercode.agents.llm import StrategyOptions
+
     return StrategyOptions(observation_chars=args.observation_chars,
                            observation_rows=args.observation_rows,
                            dialogue_limit=args.dialogue_limit,
@@ -158,7 +175,8 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
                                 ("--sql-max-result-rows", "sql_max_result_rows",
                                  args.sql_max_result_rows is not None),
                                 ("--sql-metric", "sql_metric", args.sql_metric is not None),
-                                ("--test-timeout", "test_timeout", args.test_timeout is not None)):
+                                ("--test-timeout", "test_timeout", args.test_timeout is not None),
+                                ("--no-gold-cache", "gold_cache", args.no_gold_cache)):
         if given and option not in options:
             takers = [b.name for b in benchmarks() if option in b.options]
             raise ConfigError(f"{flag} applies only to the {' and '.join(takers) or 'no'} "
@@ -170,11 +188,11 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
         return
     if args.trajectories is not None and agent != "replay":
         raise ConfigError(f"--trajectories applies only to --agent replay, not {agent}")
-    if agent not in POLICIES:
+    if agent not in STRATEGIES:
         for name in (*MODEL_DEFAULTS, *MODEL_OPTIONS):
             if getattr(args, name) is not None:
                 raise ConfigError(f"--{name.replace('_', '-')} applies only to LLM agents "
-                                  f"({', '.join(POLICIES)}), not {agent}")
+                                  f"({', '.join(STRATEGIES)}), not {agent}")
     if agent == "tools":
         for flag, given in (("--dialogue-limit", args.dialogue_limit),
                             ("--refine-turns", args.refine_turns)):

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # the settings a benchmark may take from the command line besides the common ones
 OPTIONS = ("sql_backend", "mysql_url", "sql_max_rows", "sql_max_result_rows", "sql_metric",
-           "network", "test_timeout")
+           "network", "test_timeout", "gold_cache")
 
 
 @dataclass(frozen=True)
