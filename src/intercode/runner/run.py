@@ -55,6 +55,11 @@ class RunConfig:
     resume: bool = False
     model: ModelConfig | None = None
     strategy: StrategyOptions = field(default_factory=StrategyOptions)
+    executor: str = "local"
+    ray_address: str | None = None
+
+
+EXECUTORS = ("local", "ray")
 
 
 def run_config(**fields: Any) -> RunConfig:
@@ -106,8 +111,9 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
     backend = get(cfg.env).sandbox
-    if backend is not None:
+    if backend is not None and cfg.executor == "local":
         preflight(backend)  # no bwrap: one line, and no run folder left behind
+    # (on Ray, each actor checks its own node as it starts)
     with RunFolder(cfg.output):
         return _run(cfg, dataset, tasks, progress)
 
@@ -118,6 +124,7 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
         raise ConfigError(f"dataset {cfg.dataset!r} belongs to the {dataset.env} environment")
     if cfg.workers < 1:
         raise ConfigError(f"workers must be at least 1, got {cfg.workers}")
+    _check_executor(cfg)
     if cfg.max_turns is not None and cfg.max_turns < 1:
         raise ConfigError(f"the turn limit must be at least 1, got {cfg.max_turns}")
     if cfg.tasks is None:
@@ -137,6 +144,21 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
     if cfg.agent == "replay":
         tasks = replay_tasks(cfg.trajectories, tasks, cfg.tasks is not None, len(dataset))
     return tasks
+
+
+def _check_executor(cfg: RunConfig) -> None:
+    if cfg.executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {cfg.executor!r} (known: {', '.join(EXECUTORS)})")
+    if cfg.executor != "ray":
+        if cfg.ray_address is not None:
+            raise ConfigError("--ray-address applies only to --executor ray")
+        return
+    if cfg.agent == "human":
+        raise ConfigError("--agent human plays at this terminal: not with --executor ray")
+    from intercode.ray.cluster import check_address, require_ray
+
+    check_address(cfg.ray_address)
+    require_ray()  # the extra is missing: one line before anything is written
 
 
 def replay_tasks(path: str | None, tasks: tuple[int, ...], chosen: bool,
@@ -196,6 +218,10 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
     try:
         if cfg.agent == "human":  # a person at this terminal: one episode at a time, here
             InlineExecutor(spec).run(todo, on_record)
+        elif cfg.executor == "ray":
+            from intercode.runner.ray_executor import RayExecutor
+
+            RayExecutor(spec, cfg.workers, cfg.ray_address).run(todo, on_record)
         else:
             LocalExecutor(spec, cfg.workers).run(todo, on_record)
     finally:

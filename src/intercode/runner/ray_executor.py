@@ -1,0 +1,241 @@
+"""Episodes on a Ray cluster: actors with warm environments, the records written here.
+
+Each actor reserves ``cpus`` CPUs and holds one warm environment and one policy (like a
+local worker process); actors are spread over the cluster's nodes. A task goes to the
+next actor that is free. Only the driver (this process) calls ``on_record``, so the
+run's ``results.jsonl``, ``--resume``, progress and summary are the local runner's.
+
+A task whose actor or node dies is run again on another actor, at most ``retries``
+times, then recorded as an ``error``; a task is recorded once. A fatal error (a
+refused API key, a node that cannot build the environment) stops the whole run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from intercode.errors import RunAborted
+from intercode.ray.cluster import connect, require_ray
+from intercode.runner.executors import OnRecord, error_record
+from intercode.runner.worker import WorkerSpec
+
+# the variables an actor needs from the driver's environment (the model's key)
+PASSED_ENV = ("OPENAI_BASE_URL",)
+
+
+@dataclass
+class _Actor:
+    wid: int
+    handle: Any
+    started: Any = None  # the ref of its start() until it answers
+    task: int | None = None
+    node: str = ""
+
+
+@dataclass
+class _State:
+    queue: deque[int]
+    running: dict[Any, _Actor] = field(default_factory=dict)  # ref -> actor
+    starting: dict[Any, _Actor] = field(default_factory=dict)
+    idle: list[_Actor] = field(default_factory=list)
+    attempts: dict[int, int] = field(default_factory=dict)
+    done: set[int] = field(default_factory=set)
+    start_failures: int = 0
+
+
+class RayExecutor:
+    """``workers`` Ray actors, each with its own warm environment (see the module doc).
+
+    ``address``: ``auto``, ``local``, ``ray://HOST:PORT``, ``HOST:PORT`` or None (Ray's
+    choice). ``actor_options`` are passed to Ray's ``.options()`` (e.g. ``resources``).
+    ``placement_timeout``: seconds to wait for a first actor when none is running.
+    """
+
+    def __init__(self, spec: WorkerSpec, workers: int, address: str | None = None, *,
+                 retries: int = 2, cpus: float = 1.0, placement_timeout: float = 600.0,
+                 actor_options: dict[str, Any] | None = None) -> None:
+        self.spec = spec
+        self.workers = max(1, workers)
+        self.address = address
+        self.retries = retries
+        self.cpus = cpus
+        self.placement_timeout = placement_timeout
+        self.actor_options = dict(actor_options or {})
+        self._next_id = 0
+        self._actors: list[_Actor] = []
+        self._closing: list[Any] = []  # refs of close() calls
+        self._retired: list[_Actor] = []  # actors closing (killed at the end)
+        self._remote: Any = None
+
+    def run(self, tasks: Sequence[int], on_record: OnRecord) -> None:
+        """Run every task; call ``on_record`` in this process as each one finishes."""
+        if not tasks:
+            return
+        ray = require_ray()
+        started = connect(self.address)
+        try:
+            from intercode.ray.actors import EpisodeActor
+
+            self._remote = ray.remote(EpisodeActor)
+            state = _State(deque(dict.fromkeys(tasks)))
+            for _ in range(min(self.workers, len(state.queue))):
+                self._spawn(state)
+            while state.queue or state.running:
+                self._step(ray, state, on_record)
+        finally:
+            self.shutdown()
+            if started:
+                ray.shutdown()
+
+    def _options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {"num_cpus": self.cpus, "max_restarts": 0,
+                                   "max_task_retries": 0, "scheduling_strategy": "SPREAD"}
+        env = {k: os.environ[k] for k in self._passed_env() if os.environ.get(k)}
+        if env:
+            options["runtime_env"] = {"env_vars": env}
+        options.update(self.actor_options)
+        return options
+
+    def _passed_env(self) -> tuple[str, ...]:
+        if self.spec.model is None:
+            return ()
+        return (self.spec.model.api_key_env, *PASSED_ENV)
+
+    def _spawn(self, state: _State) -> None:
+        actor = _Actor(self._next_id, None)
+        self._next_id += 1
+        actor.handle = self._remote.options(**self._options()).remote(self.spec, actor.wid)
+        actor.started = actor.handle.start.remote()
+        state.starting[actor.started] = actor
+        self._actors.append(actor)
+
+    def _step(self, ray: Any, state: _State, on_record: OnRecord) -> None:
+        if not state.running and not state.starting:
+            if state.idle:  # a free actor and a task: keep going
+                self._dispatch(state)
+                return
+            self._spawn(state)  # every actor is gone: a new one
+        refs = [*state.running, *state.starting]
+        timeout = None if state.running else self.placement_timeout
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+        if not ready:
+            raise RunAborted(f"no Ray actor started in {self.placement_timeout:.0f} s: does the "
+                             f"cluster have {self.cpus:g} free CPU(s) for one?")
+        for ref in ready:
+            if ref in state.starting:
+                self._started(ray, state, state.starting.pop(ref), ref)
+            else:
+                self._finished(ray, state, state.running.pop(ref), ref, on_record)
+        self._dispatch(state)
+
+    def _started(self, ray: Any, state: _State, actor: _Actor, ref: Any) -> None:
+        try:
+            answer = ray.get(ref)
+        except ray.exceptions.RayError as exc:  # the actor (or its node) died starting
+            self._forget(ray, actor)
+            state.start_failures += 1
+            if state.start_failures > 3 * self.workers:
+                raise RunAborted(f"Ray actors keep dying as they start: {_first_line(exc)}"
+                                 ) from None
+            if state.queue and len(self._actors) < self.workers:
+                self._spawn(state)
+            return
+        if "fatal" in answer:
+            raise RunAborted(answer["fatal"])
+        actor.started, actor.node = None, str(answer.get("node", ""))
+        state.idle.append(actor)
+
+    def _finished(self, ray: Any, state: _State, actor: _Actor, ref: Any,
+                  on_record: OnRecord) -> None:
+        task = actor.task
+        assert task is not None
+        actor.task = None
+        try:
+            answer = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:  # a bug in the actor: this task's error
+            state.idle.append(actor)
+            self._record(state, on_record, error_record(
+                self.spec, task, actor.wid, f"the Ray actor failed: {_first_line(exc)}"))
+            return
+        except ray.exceptions.RayError as exc:  # the actor or its node died
+            self._lost(ray, state, actor, task, exc, on_record)
+            return
+        if "fatal" in answer:
+            raise RunAborted(answer["fatal"])
+        state.idle.append(actor)
+        self._record(state, on_record, answer["record"])
+
+    def _lost(self, ray: Any, state: _State, actor: _Actor, task: int, exc: Exception,
+              on_record: OnRecord) -> None:
+        self._forget(ray, actor)
+        tries = state.attempts.get(task, 0) + 1
+        state.attempts[task] = tries
+        if tries <= self.retries:
+            state.queue.appendleft(task)  # elsewhere, first
+        else:
+            where = f" on node {actor.node}" if actor.node else ""
+            self._record(state, on_record, error_record(
+                self.spec, task, actor.wid,
+                f"the Ray actor{where} died during this episode, {tries} times "
+                f"({_first_line(exc)})"))
+        if state.queue and len(self._actors) < self.workers:
+            self._spawn(state)
+
+    def _record(self, state: _State, on_record: OnRecord, record: dict[str, Any]) -> None:
+        task = int(record["task"])
+        if task in state.done:  # never twice (a late answer of a task run again)
+            return
+        state.done.add(task)
+        on_record(record)
+
+    def _dispatch(self, state: _State) -> None:
+        while state.idle and state.queue:
+            actor = state.idle.pop()
+            task = state.queue.popleft()
+            if task in state.done:
+                state.idle.append(actor)
+                continue
+            actor.task = task
+            state.running[actor.handle.run.remote(task)] = actor
+        if not state.queue:  # nothing left to give: free their CPUs
+            ray = require_ray()
+            for actor in state.idle:
+                self._closing.append(actor.handle.close.remote())
+                self._actors.remove(actor)
+                self._retired.append(actor)
+            state.idle.clear()
+            for ref, actor in list(state.starting.items()):
+                self._forget(ray, actor)
+                del state.starting[ref]
+
+    def _forget(self, ray: Any, actor: _Actor) -> None:
+        if actor in self._actors:
+            self._actors.remove(actor)
+        try:
+            ray.kill(actor.handle, no_restart=True)
+        except Exception:  # already dead
+            pass
+
+    def shutdown(self) -> None:
+        """Let idle actors close their environments, then kill every actor (a busy
+        one's sandboxes die with it)."""
+        ray = require_ray()
+        if self._closing:
+            try:
+                ray.wait(self._closing, num_returns=len(self._closing), timeout=30)
+            except Exception:  # leaving anyway
+                pass
+            self._closing = []
+        for actor in [*self._actors, *self._retired]:
+            self._forget(ray, actor)
+        self._actors, self._retired = [], []
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {line}"[:500]
