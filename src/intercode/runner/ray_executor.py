@@ -12,6 +12,7 @@ refused API key, a node that cannot build the environment) stops the whole run.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import deque
 from collections.abc import Sequence
@@ -22,6 +23,8 @@ from intercode.errors import RunAborted
 from intercode.ray.cluster import connect, require_ray
 from intercode.runner.executors import OnRecord, error_record
 from intercode.runner.worker import WorkerSpec
+
+log = logging.getLogger(__name__)
 
 # the variables an actor needs from the driver's environment (the model's key)
 PASSED_ENV = ("OPENAI_BASE_URL",)
@@ -70,6 +73,7 @@ class RayExecutor:
         self._closing: list[Any] = []  # refs of close() calls
         self._retired: list[_Actor] = []  # actors closing (killed at the end)
         self._remote: Any = None
+        self.lost: list[int] = []  # tasks whose actor died under them, once per loss
 
     def run(self, tasks: Sequence[int], on_record: OnRecord) -> None:
         """Run every task; call ``on_record`` in this process as each one finishes."""
@@ -172,8 +176,11 @@ class RayExecutor:
     def _lost(self, ray: Any, state: _State, actor: _Actor, task: int, exc: Exception,
               on_record: OnRecord) -> None:
         self._forget(ray, actor)
+        self.lost.append(task)
         tries = state.attempts.get(task, 0) + 1
         state.attempts[task] = tries
+        log.warning("task %d: its Ray actor%s died (%s)", task,
+                    f" on node {actor.node}" if actor.node else "", _first_line(exc))
         if tries <= self.retries:
             state.queue.appendleft(task)  # elsewhere, first
         else:

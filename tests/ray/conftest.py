@@ -1,0 +1,79 @@
+"""A real multi-node Ray cluster on this machine, started once per test session.
+
+Ray is in the ``test`` extra (``scripts/setup test``). Without it these tests skip,
+except where INTERCODE_REQUIRE_RAY is set (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import intercode
+
+NODES = 3
+CPUS_PER_NODE = 1
+STORE = 80 * 1024 * 1024  # bytes of object store per node: records are small
+SRC = str(Path(intercode.__file__).resolve().parents[1])
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        if os.environ.get("INTERCODE_REQUIRE_RAY"):
+            pytest.fail("ray is not installed but INTERCODE_REQUIRE_RAY is set "
+                        "(pip install 'intercode[ray]')")
+        pytest.skip("ray is not installed (pip install 'intercode[ray]')")
+    return ray
+
+
+def node_args(**more: Any) -> dict[str, Any]:
+    """A small node: one CPU, a small object store, no dashboard."""
+    return {"num_cpus": CPUS_PER_NODE, "object_store_memory": STORE, **more}
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """A head and two worker nodes (one CPU each); this process is its driver. Ray's
+    worker processes import the intercode under test (its source folder first on
+    PYTHONPATH, which they inherit)."""
+    ray = _ray()
+    from ray.cluster_utils import Cluster
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [SRC, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    cluster = Cluster(initialize_head=True,
+                      head_node_args=node_args(include_dashboard=False))
+    for _ in range(NODES - 1):
+        cluster.add_node(**node_args())
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+@pytest.fixture()
+def add_node(ray_cluster: Any) -> Iterator[Any]:
+    """Adds a node to the session's cluster for one test (removed at its end, unless
+    the test removed it): ``add_node(resources=..., env_vars=...)``."""
+    added: list[Any] = []
+
+    def add(**kwargs: Any) -> Any:
+        node = ray_cluster.add_node(**node_args(**kwargs))
+        added.append(node)
+        ray_cluster.wait_for_nodes()
+        return node
+
+    yield add
+    for node in added:
+        if node in ray_cluster.worker_nodes:
+            ray_cluster.remove_node(node)
