@@ -59,7 +59,7 @@ def write_slow_trajectories(path: Path, tasks: int, seconds: float) -> None:
 def test_a_node_removed_mid_run_loses_and_duplicates_nothing(ray_cluster, add_node, tmp_path):
     victim = add_node()
     traj = tmp_path / "slow.jsonl"
-    write_slow_trajectories(traj, 8, 1.0)
+    write_slow_trajectories(traj, 8, 1.5)  # episodes outlast the node's removal
     spec = WorkerSpec(env="bash", dataset="bash-demo", agent="replay", trajectories=str(traj))
     executor = RayExecutor(spec, workers=NODES + 1)  # one actor per CPU: one on the victim
     got: list[dict[str, Any]] = []
@@ -68,7 +68,7 @@ def test_a_node_removed_mid_run_loses_and_duplicates_nothing(ray_cluster, add_no
     def on_record(rec: dict[str, Any]) -> None:
         got.append(rec)
         busy_there = [a for a in executor._actors
-                      if a.task is not None and victim.unique_id[:8] in a.node]
+                      if a.task is not None and victim.node_id[:8] in a.node]
         if not removed and busy_there:
             removed.append(str(busy_there[0].task))
             ray_cluster.remove_node(victim)
@@ -158,4 +158,4 @@ def test_a_node_that_cannot_run_the_environment_fails_fast(ray_cluster, add_node
     with pytest.raises(RunAborted) as caught:
         executor.run([0, 1], lambda rec: pytest.fail(f"a record: {rec}"))
     text = str(caught.value)
-    assert expected in text and node.unique_id[:8] in text and "\n" not in text
+    assert expected in text and node.node_id[:8] in text and "\n" not in text
