@@ -71,6 +71,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def test_a_run_on_a_cluster_started_with_ray_start(ray_cluster, tmp_path):
     """`ray start --head --block` with token authentication, as docs/scaling.md says
     (stopped by us at the end: never `ray stop`, which would stop every Ray cluster of
@@ -90,14 +96,12 @@ def test_a_run_on_a_cluster_started_with_ray_start(ray_cluster, tmp_path):
         out = tmp_path / "run"
         address = f"127.0.0.1:{port}"
         deadline = time.monotonic() + 120
-        while True:  # the head is up when a client can connect
-            done = cli("eval", "bash", "--dataset", "bash-demo", "--tasks", "0-3",
-                       "--executor", "ray", "--ray-address", address, "--workers", "2",
-                       "--output", str(out), "--no-progress", env=env)
-            if done.returncode == 0 or time.monotonic() > deadline or head.poll() is not None:
-                break
-            shutil.rmtree(out, ignore_errors=True)
-            time.sleep(1)
+        while not _listening(port):  # the head's GCS is up
+            assert head.poll() is None and time.monotonic() < deadline, "no head"
+            time.sleep(0.2)
+        done = cli("eval", "bash", "--dataset", "bash-demo", "--tasks", "0-3",
+                   "--executor", "ray", "--ray-address", address, "--workers", "2",
+                   "--output", str(out), "--no-progress", env=env)
         assert done.returncode == 0, done.stderr
         recs = records(out)
         assert sorted(r["task"] for r in recs) == [0, 1, 2, 3]

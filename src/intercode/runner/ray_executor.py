@@ -37,6 +37,7 @@ class _Actor:
     started: Any = None  # the ref of its start() until it answers
     task: int | None = None
     node: str = ""
+    pid: int = 0
 
 
 @dataclass
@@ -151,6 +152,7 @@ class RayExecutor:
         if "fatal" in answer:
             raise RunAborted(answer["fatal"])
         actor.started, actor.node = None, str(answer.get("node", ""))
+        actor.pid = int(answer.get("pid") or 0)
         state.idle.append(actor)
 
     def _finished(self, ray: Any, state: _State, actor: _Actor, ref: Any,
