@@ -68,9 +68,9 @@ def test_a_node_removed_mid_run_loses_and_duplicates_nothing(ray_cluster, add_no
     def on_record(rec: dict[str, Any]) -> None:
         got.append(rec)
         busy_there = [a for a in executor._actors
-                      if a.task is not None and victim.node_id[:8] in a.node]
+                      if a.tasks and victim.node_id[:8] in a.node]
         if not removed and busy_there:
-            removed.append(str(busy_there[0].task))
+            removed.append(str(busy_there[0].tasks[0]))
             ray_cluster.remove_node(victim)
 
     executor.run(list(range(8)), on_record)
@@ -99,7 +99,7 @@ def test_a_task_whose_actors_keep_dying_is_an_error_once(ray_cluster, tmp_path):
     def dispatch_and_kill(state: Any) -> None:
         original(state)
         for actor in executor._actors:
-            if actor.task == 1:
+            if actor.tasks[:1] == [1]:  # task 1 runs there
                 ray.kill(actor.handle, no_restart=True)
 
     executor._dispatch = dispatch_and_kill  # type: ignore[method-assign]

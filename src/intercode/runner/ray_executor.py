@@ -2,7 +2,8 @@
 
 Each actor reserves ``cpus`` CPUs and holds one warm environment and one policy (like a
 local worker process); actors are spread over the cluster's nodes. A task goes to the
-next actor that is free. Only the driver (this process) calls ``on_record``, so the
+next actor that is free; while there are more tasks than actors, each actor also holds
+its next task, so that it starts at once when the current one ends. Only the driver (this process) calls ``on_record``, so the
 run's ``results.jsonl``, ``--resume``, progress and summary are the local runner's.
 
 A task whose actor or node dies is run again on another actor, at most ``retries``
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 
 # the variables an actor needs from the driver's environment (the model's key)
 PASSED_ENV = ("OPENAI_BASE_URL",)
+PIPELINE = 2  # tasks sent ahead to an actor (its next one waits there, not here)
 
 
 @dataclass
@@ -35,7 +37,8 @@ class _Actor:
     wid: int
     handle: Any
     started: Any = None  # the ref of its start() until it answers
-    task: int | None = None
+    tasks: list[int] = field(default_factory=list)  # sent, in order (the first runs)
+    refs: list[Any] = field(default_factory=list)  # their results
     node: str = ""
     pid: int = 0
 
@@ -45,7 +48,7 @@ class _State:
     queue: deque[int]
     running: dict[Any, _Actor] = field(default_factory=dict)  # ref -> actor
     starting: dict[Any, _Actor] = field(default_factory=dict)
-    idle: list[_Actor] = field(default_factory=list)
+    live: list[_Actor] = field(default_factory=list)  # started, not lost
     attempts: dict[int, int] = field(default_factory=dict)
     done: set[int] = field(default_factory=set)
     start_failures: int = 0
@@ -120,7 +123,7 @@ class RayExecutor:
 
     def _step(self, ray: Any, state: _State, on_record: OnRecord) -> None:
         if not state.running and not state.starting:
-            if state.idle:  # a free actor and a task: keep going
+            if state.live:  # a free actor and a task: keep going
                 self._dispatch(state)
                 return
             self._spawn(state)  # every actor is gone: a new one
@@ -133,7 +136,7 @@ class RayExecutor:
         for ref in ready:
             if ref in state.starting:
                 self._started(ray, state, state.starting.pop(ref), ref)
-            else:
+            elif ref in state.running:  # (not dropped with a lost actor)
                 self._finished(ray, state, state.running.pop(ref), ref, on_record)
         self._dispatch(state)
 
@@ -153,31 +156,43 @@ class RayExecutor:
             raise RunAborted(answer["fatal"])
         actor.started, actor.node = None, str(answer.get("node", ""))
         actor.pid = int(answer.get("pid") or 0)
-        state.idle.append(actor)
+        state.live.append(actor)
 
     def _finished(self, ray: Any, state: _State, actor: _Actor, ref: Any,
                   on_record: OnRecord) -> None:
-        task = actor.task
-        assert task is not None
-        actor.task = None
+        task = actor.tasks[actor.refs.index(ref)]
         try:
             answer = ray.get(ref)
         except ray.exceptions.RayTaskError as exc:  # a bug in the actor: this task's error
-            state.idle.append(actor)
+            self._settle(actor, ref)
             self._record(state, on_record, error_record(
                 self.spec, task, actor.wid, f"the Ray actor failed: {_first_line(exc)}"))
             return
         except ray.exceptions.RayError as exc:  # the actor or its node died
-            self._lost(ray, state, actor, task, exc, on_record)
+            self._lost(ray, state, actor, exc, on_record)
             return
         if "fatal" in answer:
             raise RunAborted(answer["fatal"])
-        state.idle.append(actor)
+        self._settle(actor, ref)
         self._record(state, on_record, answer["record"])
 
-    def _lost(self, ray: Any, state: _State, actor: _Actor, task: int, exc: Exception,
+    @staticmethod
+    def _settle(actor: _Actor, ref: Any) -> None:
+        i = actor.refs.index(ref)
+        del actor.refs[i], actor.tasks[i]
+
+    def _lost(self, ray: Any, state: _State, actor: _Actor, exc: Exception,
               on_record: OnRecord) -> None:
+        """An actor died: the episode it ran counts a try; the ones queued behind it go
+        back to the queue as they were."""
         self._forget(ray, actor)
+        if actor in state.live:
+            state.live.remove(actor)
+        for ref in actor.refs:
+            state.running.pop(ref, None)
+        task, queued = actor.tasks[0], actor.tasks[1:]
+        actor.tasks, actor.refs = [], []
+        state.queue.extendleft(reversed(queued))
         self.lost.append(task)
         tries = state.attempts.get(task, 0) + 1
         state.attempts[task] = tries
@@ -202,24 +217,34 @@ class RayExecutor:
         on_record(record)
 
     def _dispatch(self, state: _State) -> None:
-        while state.idle and state.queue:
-            actor = state.idle.pop()
-            task = state.queue.popleft()
-            if task in state.done:
-                state.idle.append(actor)
-                continue
-            actor.task = task
-            state.running[actor.handle.run.remote(task)] = actor
-        if not state.queue:  # nothing left to give: free their CPUs
+        """Give each free actor a task; while the queue holds at least one task per actor,
+        also one more to each (run as soon as its current one ends: the round trip to
+        this process is hidden), never at the tail, where a task waits for the first
+        actor free."""
+        for depth in range(1, PIPELINE + 1):
+            for actor in state.live:
+                if not state.queue or (depth > 1 and len(state.queue) < len(state.live)):
+                    break
+                if len(actor.tasks) < depth:
+                    self._send(state, actor, state.queue.popleft())
+        if not state.queue:  # nothing left to give: free the CPUs of the idle ones
             ray = require_ray()
-            for actor in state.idle:
+            for actor in [a for a in state.live if not a.tasks]:
                 self._closing.append(actor.handle.close.remote())
+                state.live.remove(actor)
                 self._actors.remove(actor)
                 self._retired.append(actor)
-            state.idle.clear()
             for ref, actor in list(state.starting.items()):
                 self._forget(ray, actor)
                 del state.starting[ref]
+
+    def _send(self, state: _State, actor: _Actor, task: int) -> None:
+        if task in state.done:
+            return
+        ref = actor.handle.run.remote(task)
+        actor.tasks.append(task)
+        actor.refs.append(ref)
+        state.running[ref] = actor
 
     def _forget(self, ray: Any, actor: _Actor) -> None:
         if actor in self._actors:
