@@ -201,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ray: the cluster: auto (the one started with `ray start` here), "
                          "local (a new one in this process), ray://HOST:PORT, HOST:PORT "
                          "(default: $RAY_ADDRESS, else local)")
+    ev.add_argument("--ray-actor-cpus", type=number(0, 1024, low_open=True), default=None,
+                    metavar="CPUS",
+                    help="ray: CPUs each actor reserves (1; less for agents that mostly "
+                         "wait for a model, e.g. 0.25)")
     ev.add_argument("--turns", type=integer(1), default=None, help="turn limit per episode")
     ev.add_argument("--output", default=None,
                     help="run folder (default: runs/<env>-<dataset>-<agent>-<time>); "
@@ -364,7 +368,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     workers=args.workers, tasks=tasks, max_turns=turns,
                     model=_model(args), strategy=_strategy(args),
                     trajectories=args.trajectories, settings=_settings(args),
-                    resume=args.resume, executor=args.executor, ray_address=args.ray_address)
+                    resume=args.resume, executor=args.executor, ray_address=args.ray_address,
+                    ray_actor_cpus=args.ray_actor_cpus)
     summary = execute(cfg, progress=not args.no_progress)
     print_summary(summary)
     print(f"results    {Path(args.output) / 'results.jsonl'}")

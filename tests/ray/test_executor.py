@@ -127,7 +127,8 @@ def test_a_refused_key_stops_the_whole_run(ray_cluster, tmp_path, monkeypatch):
 
 def test_model_calls_run_on_the_actors_with_the_drivers_key(ray_cluster, tmp_path,
                                                              monkeypatch):
-    """The key is the driver's (the nodes' own environment does not have it)."""
+    """The key is the driver's (the nodes' own environment does not have it); actors
+    that mostly wait for a model may reserve less than a CPU each."""
     from intercode.datasets import load_dataset
     from intercode.llm.client import ModelConfig
     from intercode.llm.gold_responder import GoldResponder
@@ -140,7 +141,8 @@ def test_model_calls_run_on_the_actors_with_the_drivers_key(ray_cluster, tmp_pat
                                     max_turns=3, tasks=(0, 1, 2),
                                     model=ModelConfig(model="scripted", base_url=server.url,
                                                       api_key_env="INTERCODE_TEST_RAY_KEY"),
-                                    workers=2, executor="ray", output=tmp_path / "run"),
+                                    workers=4, executor="ray", ray_actor_cpus=0.5,
+                                    output=tmp_path / "run"),
                           progress=False)
     assert summary["ok"] == summary["success"] == 3 and summary["errors"] == 0
     assert all(r["llm"]["calls"] >= 1 for r in records(tmp_path / "run"))

@@ -36,6 +36,12 @@ def test_bad_addresses_are_one_line(address, capsys, tmp_path):
 def test_ray_options_need_the_ray_executor(capsys, tmp_path):
     code, err = run_cli(capsys, "--ray-address", "auto", "--output", str(tmp_path / "run"))
     assert code == 2 and "--ray-address applies only to --executor ray" in err
+    code, err = run_cli(capsys, "--ray-actor-cpus", "0.5", "--output", str(tmp_path / "run"))
+    assert code == 2 and "--ray-actor-cpus applies only to --executor ray" in err
+    for bad in ("0", "-1", "nan", "x"):
+        with pytest.raises(SystemExit):
+            run_cli(capsys, "--executor", "ray", "--ray-actor-cpus", bad)
+        assert "--ray-actor-cpus" in capsys.readouterr().err
     code, err = run_cli(capsys, "--executor", "ray", "--agent", "human",
                         "--output", str(tmp_path / "run"))
     assert code == 2 and "not with --executor ray" in err

@@ -40,6 +40,18 @@ def check_address(address: str | None) -> str | None:
     raise ConfigError(f"bad --ray-address {address!r} (use {ADDRESS_HELP})")
 
 
+NETWORK_REFUSED = ("a sandbox network (--network, --host-network) is refused on Ray: an "
+                   "agent could reach the Ray ports of its node and the cluster's other "
+                   "nodes over the LAN, and run code there")
+
+
+def refuse_network(network: bool | str) -> None:
+    """Sandboxes on a Ray cluster get no network: the isolated one still reaches the
+    host's non-loopback addresses (where Ray listens), the host's reaches everything."""
+    if network:
+        raise ConfigError(NETWORK_REFUSED)
+
+
 def connect(address: str | None, env_vars: dict[str, str] | None = None) -> bool:
     """Connect this process to Ray (start a local instance for ``local`` or None without
     $RAY_ADDRESS); return whether this call did it (the caller then disconnects). A

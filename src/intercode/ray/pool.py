@@ -25,7 +25,7 @@ from typing import Any
 
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, EnvStateError, RunAborted
-from intercode.ray.cluster import connect, require_ray
+from intercode.ray.cluster import connect, refuse_network, require_ray
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class EnvPool:
                                           or not isinstance(max_in_flight, int)
                                           or max_in_flight < 1):
             raise ConfigError(f"max_in_flight must be at least 1, got {max_in_flight!r}")
+        refuse_network((settings or EnvSettings()).network)
         self.env_name = env
         self.dataset = dataset or get(env).default_dataset
         self.settings = settings or EnvSettings()

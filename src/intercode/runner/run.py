@@ -57,6 +57,7 @@ class RunConfig:
     strategy: StrategyOptions = field(default_factory=StrategyOptions)
     executor: str = "local"
     ray_address: str | None = None
+    ray_actor_cpus: float | None = None
 
 
 EXECUTORS = ("local", "ray")
@@ -150,13 +151,16 @@ def _check_executor(cfg: RunConfig) -> None:
     if cfg.executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {cfg.executor!r} (known: {', '.join(EXECUTORS)})")
     if cfg.executor != "ray":
-        if cfg.ray_address is not None:
-            raise ConfigError("--ray-address applies only to --executor ray")
+        for flag, given in (("--ray-address", cfg.ray_address),
+                            ("--ray-actor-cpus", cfg.ray_actor_cpus)):
+            if given is not None:
+                raise ConfigError(f"{flag} applies only to --executor ray")
         return
     if cfg.agent == "human":
         raise ConfigError("--agent human plays at this terminal: not with --executor ray")
-    from intercode.ray.cluster import check_address, require_ray
+    from intercode.ray.cluster import check_address, refuse_network, require_ray
 
+    refuse_network(cfg.settings.network)
     check_address(cfg.ray_address)
     require_ray()  # the extra is missing: one line before anything is written
 
@@ -221,7 +225,8 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
         elif cfg.executor == "ray":
             from intercode.runner.ray_executor import RayExecutor
 
-            RayExecutor(spec, cfg.workers, cfg.ray_address).run(todo, on_record)
+            RayExecutor(spec, cfg.workers, cfg.ray_address,
+                        cpus=cfg.ray_actor_cpus or 1.0).run(todo, on_record)
         else:
             LocalExecutor(spec, cfg.workers).run(todo, on_record)
     finally:
