@@ -61,6 +61,27 @@ def ray_cluster() -> Iterator[Any]:
         cluster.shutdown()
 
 
+BROKEN = {"nobwrap": {"INTERCODE_BWRAP": "/nonexistent/bwrap"},
+          "nodata": {"INTERCODE_DATA_MIRROR": "/nonexistent/mirror"}}
+
+
+@pytest.fixture(scope="session")
+def broken_node(ray_cluster: Any) -> Any:
+    """``broken_node(name)``: a node (added once per session) without bubblewrap
+    (``nobwrap``) or without the data (``nodata``). It has no CPUs: only actors that ask
+    for its resource (``{name: 1}``) with ``num_cpus=0`` go there."""
+    nodes: dict[str, Any] = {}
+
+    def get(name: str) -> Any:
+        if name not in nodes:
+            nodes[name] = ray_cluster.add_node(**node_args(num_cpus=0, resources={name: 1},
+                                                         env_vars=BROKEN[name]))
+            ray_cluster.wait_for_nodes()
+        return nodes[name]
+
+    return get
+
+
 @pytest.fixture()
 def add_node(ray_cluster: Any) -> Iterator[Any]:
     """Adds a node to the session's cluster for one test (removed at its end, unless

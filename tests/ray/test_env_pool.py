@@ -103,10 +103,10 @@ def test_a_dead_actor_is_replaced(ray_cluster):
     pool.close()  # idempotent
 
 
-def test_a_node_without_bwrap_is_named(ray_cluster, add_node):
-    node = add_node(resources={"broken": 1}, env_vars={"INTERCODE_BWRAP": "/nonexistent"})
+def test_a_node_without_bwrap_is_named(broken_node):
+    node = broken_node("nobwrap")
     with pytest.raises(RunAborted) as caught:
-        EnvPool("bash", "bash-demo", size=1, actor_options={"resources": {"broken": 1}})
+        EnvPool("bash", "bash-demo", size=1, cpus=0, actor_options={"resources": {"nobwrap": 1}})
     assert node.node_id[:8] in str(caught.value) and "bubblewrap" in str(caught.value)
 
 

@@ -3,8 +3,9 @@
 Each actor reserves ``cpus`` CPUs and holds one warm environment and one policy (like a
 local worker process); actors are spread over the cluster's nodes. A task goes to the
 next actor that is free; while there are more tasks than actors, each actor also holds
-its next task, so that it starts at once when the current one ends. Only the driver (this process) calls ``on_record``, so the
-run's ``results.jsonl``, ``--resume``, progress and summary are the local runner's.
+its next task, so that it starts at once when the current one ends. Only the driver
+(this process) calls ``on_record``, so the run's ``results.jsonl``, ``--resume``,
+progress and summary are the local runner's.
 
 A task whose actor or node dies is run again on another actor, at most ``retries``
 times, then recorded as an ``error``; a task is recorded once. A fatal error (a
