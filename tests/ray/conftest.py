@@ -39,15 +39,21 @@ def node_args(**more: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[Any]:
-    """A head and two worker nodes (one CPU each); this process is its driver. Ray's
-    worker processes import the intercode under test (its source folder first on
-    PYTHONPATH, which they inherit)."""
+def ray_env() -> Any:
+    """Ray, with the intercode under test first on PYTHONPATH (its source folder), which
+    Ray's processes, and the commands the tests start, inherit."""
     ray = _ray()
-    from ray.cluster_utils import Cluster
-
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [SRC, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    return ray
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(ray_env: Any) -> Iterator[Any]:
+    """A head and two worker nodes (one CPU each); this process is its driver."""
+    ray = ray_env
+    from ray.cluster_utils import Cluster
+
     cluster = Cluster(initialize_head=True,
                       head_node_args=node_args(include_dashboard=False))
     for _ in range(NODES - 1):

@@ -34,6 +34,66 @@ def write_slow_trajectories(path: Path, tasks: int, seconds: float) -> None:
             fh.write(json.dumps({"task": t, "status": "ok", "reward": 0, "turns": turns}) + "\n")
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_run_on_a_cluster_started_with_ray_start(ray_env, tmp_path):
+    """(First in the session: before the simulated cluster starts.)
+    `ray start --head --block` with token authentication, as docs/scaling.md says
+    (stopped by us at the end: never `ray stop`, which would stop every Ray cluster of
+    this machine)."""
+    ray_cmd = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
+    assert ray_cmd, "the ray command is missing"
+    token = tmp_path / "ray-token"
+    token.write_text(secrets.token_hex(32))
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+    port = _free_port()
+    head = subprocess.Popen([ray_cmd, "start", "--head", "--block", f"--port={port}",
+                             "--num-cpus=2", "--include-dashboard=false",
+                             "--object-store-memory=80000000", "--disable-usage-stats"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True, env=env)
+    try:
+        out = tmp_path / "run"
+        address = f"127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while not _listening(port):  # the head's GCS is up
+            assert head.poll() is None and time.monotonic() < deadline, "no head"
+            time.sleep(0.2)
+        done = cli("eval", "bash", "--dataset", "bash-demo", "--tasks", "0-3",
+                   "--executor", "ray", "--ray-address", address, "--workers", "2",
+                   "--output", str(out), "--no-progress", env=env)
+        assert done.returncode == 0, done.stderr
+        recs = records(out)
+        assert sorted(r["task"] for r in recs) == [0, 1, 2, 3]
+        assert all(r["status"] == "ok" and r["reward"] == 1.0 for r in recs)
+    finally:
+        # the whole session of `ray start` (its graceful stop takes half a minute)
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait()
+        assert head.stderr is not None
+        head.stderr.close()
+    deadline = time.monotonic() + 30
+    while _session(head.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _session(head.pid), "processes of the Ray head outlived it"
+
+
+def _session(sid: int) -> list[str]:
+    """The processes of session ``sid`` still alive."""
+    out = subprocess.run(["ps", "-s", str(sid), "-o", "pid="], capture_output=True, text=True)
+    return out.stdout.split()
+
+
 def test_resume_after_kill_9_of_the_driver(ray_cluster, tmp_path):
     traj = tmp_path / "slow.jsonl"
     write_slow_trajectories(traj, 8, 0.5)
@@ -63,55 +123,3 @@ def test_resume_after_kill_9_of_the_driver(ray_cluster, tmp_path):
     assert done_before <= set(ok_tasks[: len(done_before)])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ok"] == summary["finished"] == 8
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def test_a_run_on_a_cluster_started_with_ray_start(ray_cluster, tmp_path):
-    """`ray start --head --block` with token authentication, as docs/scaling.md says
-    (stopped by us at the end: never `ray stop`, which would stop every Ray cluster of
-    this machine)."""
-    ray_cmd = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
-    assert ray_cmd, "the ray command is missing"
-    token = tmp_path / "ray-token"
-    token.write_text(secrets.token_hex(32))
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
-    port = _free_port()
-    head = subprocess.Popen([ray_cmd, "start", "--head", "--block", f"--port={port}",
-                             "--num-cpus=2", "--include-dashboard=false",
-                             "--object-store-memory=80000000", "--disable-usage-stats"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=env)
-    try:
-        out = tmp_path / "run"
-        address = f"127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while not _listening(port):  # the head's GCS is up
-            assert head.poll() is None and time.monotonic() < deadline, "no head"
-            time.sleep(0.2)
-        done = cli("eval", "bash", "--dataset", "bash-demo", "--tasks", "0-3",
-                   "--executor", "ray", "--ray-address", address, "--workers", "2",
-                   "--output", str(out), "--no-progress", env=env)
-        assert done.returncode == 0, done.stderr
-        recs = records(out)
-        assert sorted(r["task"] for r in recs) == [0, 1, 2, 3]
-        assert all(r["status"] == "ok" and r["reward"] == 1.0 for r in recs)
-    finally:
-        os.killpg(head.pid, signal.SIGTERM)
-        try:
-            head.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-            head.wait()
-        assert head.stderr is not None
-        head.stderr.close()
