@@ -238,6 +238,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--tasks", help="task indices, e.g. 0-99,120 (default: all)")
     ev.add_argument("--workers", type=integer(1, MAX_WORKERS), default=2,
                     help="episodes at once (2)")
+    ev.add_argument("--executor", choices=["local", "ray"], default="local",
+                    help="local: worker processes on this machine; ray: actors on a Ray "
+                         "cluster, one per --workers (pip install 'intercode[ray]'; "
+                         "docs/scaling.md) (local)")
+    ev.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                    help="ray: the cluster: auto (the one started with `ray start` here), "
+                         "local (a new one in this process), ray://HOST:PORT, HOST:PORT "
+                         "(default: $RAY_ADDRESS, else local)")
+    ev.add_argument("--ray-actor-cpus", type=number(0, 1024, low_open=True), default=None,
+                    metavar="CPUS",
+                    help="ray: CPUs each actor reserves (1; less for agents that mostly "
+                         "wait for a model, e.g. 0.25)")
     ev.add_argument("--turns", type=integer(1), default=None, help="turn limit per episode")
     ev.add_argument("--output", default=None,
                     help="run folder (default: runs/<env>-<dataset>-<agent>-<time>); "
@@ -401,7 +413,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     workers=args.workers, tasks=tasks, max_turns=turns,
                     model=_model(args), strategy=_strategy(args),
                     trajectories=args.trajectories, settings=_settings(args),
-                    resume=args.resume)
+                    resume=args.resume, executor=args.executor, ray_address=args.ray_address,
+                    ray_actor_cpus=args.ray_actor_cpus)
     summary = execute(cfg, progress=not args.no_progress)
     print_summary(summary)
     print(f"results    {Path(args.output) / 'results.jsonl'}")

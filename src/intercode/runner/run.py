@@ -55,6 +55,12 @@ class RunConfig:
     resume: bool = False
     model: ModelConfig | None = None
     strategy: StrategyOptions = field(default_factory=StrategyOptions)
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_actor_cpus: float | None = None
+
+
+EXECUTORS = ("local", "ray")
 
 
 def run_config(**fields: Any) -> RunConfig:
@@ -106,8 +112,9 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
     backend = get(cfg.env).sandbox
-    if backend is not None:
+    if backend is not None and cfg.executor == "local":
         preflight(backend)  # no bwrap: one line, and no run folder left behind
+    # (on Ray, each actor checks its own node as it starts)
     with RunFolder(cfg.output):
         return _run(cfg, dataset, tasks, progress)
 
@@ -118,6 +125,7 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
         raise ConfigError(f"dataset {cfg.dataset!r} belongs to the {dataset.env} environment")
     if cfg.workers < 1:
         raise ConfigError(f"workers must be at least 1, got {cfg.workers}")
+    _check_executor(cfg)
     if cfg.max_turns is not None and cfg.max_turns < 1:
         raise ConfigError(f"the turn limit must be at least 1, got {cfg.max_turns}")
     if cfg.tasks is None:
@@ -138,6 +146,24 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
     if cfg.agent == "replay":
         tasks = replay_tasks(cfg.trajectories, tasks, cfg.tasks is not None, len(dataset))
     return tasks
+
+
+def _check_executor(cfg: RunConfig) -> None:
+    if cfg.executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {cfg.executor!r} (known: {', '.join(EXECUTORS)})")
+    if cfg.executor != "ray":
+        for flag, given in (("--ray-address", cfg.ray_address),
+                            ("--ray-actor-cpus", cfg.ray_actor_cpus)):
+            if given is not None:
+                raise ConfigError(f"{flag} applies only to --executor ray")
+        return
+    if cfg.agent == "human":
+        raise ConfigError("--agent human plays at this terminal: not with --executor ray")
+    from intercode.ray.cluster import check_address, refuse_network, require_ray
+
+    refuse_network(cfg.settings.network)
+    check_address(cfg.ray_address)
+    require_ray()  # the extra is missing: one line before anything is written
 
 
 def replay_tasks(path: str | None, tasks: tuple[int, ...], chosen: bool,
@@ -197,6 +223,11 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
     try:
         if cfg.agent == "human":  # a person at this terminal: one episode at a time, here
             InlineExecutor(spec).run(todo, on_record)
+        elif cfg.executor == "ray":
+            from intercode.runner.ray_executor import RayExecutor
+
+            RayExecutor(spec, cfg.workers, cfg.ray_address,
+                        cpus=cfg.ray_actor_cpus or 1.0).run(todo, on_record)
         else:
             LocalExecutor(spec, cfg.workers).run(todo, on_record)
     finally:
