@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 # only what building the parser needs: each command imports its own dependencies (the
 # environments bring Gymnasium and numpy; `intercode --help` must not pay for them)
-from intercode.agents.names import AGENTS, STRATEGIES
+from intercode.agents.names import AGENTS, DEFAULT_TURNS, STRATEGIES
 from intercode.benchmarks import benchmarks, get, names
 from intercode.cli_types import Parser, integer, number, seconds
 from intercode.errors import ConfigError, IntercodeError
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from intercode.sandbox.limits import Limits
 
 # turn limits when --turns is not given (upstream's scripts: 10 turns)
-DEFAULT_TURNS = {"single-turn": 1, "try-again": 10, "react": 10, "tools": 10}
 MAX_WORKERS = 1024
 
 

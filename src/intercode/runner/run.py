@@ -14,6 +14,7 @@ from typing import Any
 
 import intercode
 from intercode.agents.llm import POLICIES, StrategyOptions
+from intercode.agents.names import DEFAULT_TURNS
 from intercode.agents.replay import load_trajectories
 from intercode.benchmarks import get
 from intercode.datasets import Dataset, load_dataset
@@ -109,6 +110,10 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
 
     The output folder is locked for the whole run: a second run on it is refused.
     """
+    if cfg.max_turns is None and cfg.agent in DEFAULT_TURNS:
+        # a model that never submits must not play forever (the command line always sets
+        # a limit; the Python API may leave it out)
+        cfg = dataclasses.replace(cfg, max_turns=DEFAULT_TURNS[cfg.agent])
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
     backend = get(cfg.env).sandbox
