@@ -1,9 +1,11 @@
 """Every LLM strategy on every environment against the scripted Chat Completions server.
 
 Run by hand:  python benchmarks/bench_agents.py [--workers 2] [--limit N] [--json out.json]
+              python benchmarks/bench_agents.py --agents tools [--stream] [--show-reward]
 
 The "model" (intercode.llm.gold_responder) answers with each task's gold in the
-strategy's format, after a detour (a reply without code) on every third task: this
+strategy's format (``tools``: through tool calls, execute then submit, both in one
+reply on odd tasks), after a detour (a reply without code) on every third task: this
 shows the mechanics of whole runs, not a model's skill. The real ``openai`` client
 makes every call over HTTP. For each run: episodes, success, errors, model calls,
 turns, wall time, and the runner's own cost per turn: the episode's wall time minus the
@@ -21,10 +23,12 @@ from pathlib import Path
 from common import timed_run
 
 DATASETS = {"bash": "nl2bash", "sql": "spider-dev", "python": "mbpp", "ctf": "intercode-ctf"}
-TURNS = {"single-turn": 1, "try-again": 10, "react": 10, "plan-solve": None}
+TURNS = {"single-turn": 1, "try-again": 10, "react": 10, "plan-solve": None, "tools": 10}
 
 
-def one_run(env: str, agent: str, workers: int, limit: int | None) -> dict[str, object]:
+def one_run(env: str, agent: str, workers: int, limit: int | None, stream: bool = False,
+            show_reward: bool = False) -> dict[str, object]:
+    from intercode.agents.llm import StrategyOptions
     from intercode.datasets import load_dataset
     from intercode.llm.client import ModelConfig
     from intercode.llm.gold_responder import GoldResponder
@@ -35,13 +39,17 @@ def one_run(env: str, agent: str, workers: int, limit: int | None) -> dict[str, 
     with ScriptedChatServer(GoldResponder(dataset)) as server:
         summary, wall, records = timed_run(
             env=env, dataset=dataset.name, agent=agent, workers=workers, tasks=tasks,
-            max_turns=TURNS[agent], model=ModelConfig("scripted", base_url=server.url))
+            max_turns=TURNS[agent],
+            model=ModelConfig("scripted", base_url=server.url, stream=stream),
+            strategy=StrategyOptions(show_reward=show_reward and agent == "tools"))
     ok = [r for r in records if r["status"] == "ok"]
     turns = sum(len(r["turns"]) for r in ok)
     waiting = sum((r.get("llm") or {}).get("latency_s", 0.0) for r in ok)
     in_env = sum(t.get("env_s") or 0.0 for r in ok for t in r["turns"])
     spent = sum(r["duration_s"] for r in ok)
+    invalid = sum(1 for r in ok for t in r["turns"] if not t["valid"])
     return {"env": env, "agent": agent, "episodes": len(records), "ok": summary["ok"],
+            "invalid_turns": invalid,
             "skipped": summary["skipped"], "errors": summary["errors"],
             "success": summary["success"], "calls": (summary["llm"] or {}).get("calls", 0),
             "turns": turns, "wall_s": round(wall, 2),
@@ -57,15 +65,20 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N tasks of each dataset")
     parser.add_argument("--envs", default="bash,sql,python,ctf")
     parser.add_argument("--agents", default=",".join(TURNS))
+    parser.add_argument("--stream", action="store_true", help="stream every reply")
+    parser.add_argument("--show-reward", action="store_true",
+                        help="--agent tools: score each action (not on ctf)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rows = []
     header = ("env", "agent", "episodes", "ok", "skipped", "errors", "success", "calls",
-              "turns", "wall_s", "model_ms_per_call", "env_ms_per_turn", "runner_ms_per_turn")
+              "turns", "invalid_turns", "wall_s", "model_ms_per_call", "env_ms_per_turn",
+              "runner_ms_per_turn")
     print(" ".join(f"{h:>11s}" for h in header))
     for env in args.envs.split(","):
         for agent in args.agents.split(","):
-            row = one_run(env, agent, args.workers, args.limit)
+            show = args.show_reward and not (agent == "tools" and env == "ctf")
+            row = one_run(env, agent, args.workers, args.limit, args.stream, show)
             rows.append(row)
             print(" ".join(f"{row[h]!s:>11s}" for h in header), flush=True)
     if args.json:

@@ -9,6 +9,10 @@ Measures, as medians over many runs:
   reward     env.evaluate(): the first of an episode (runs the gold in the second
              sandbox) and the next ones (gold cached, as under Try Again)
   replay     gold replay of all 200 NL2Bash tasks with 2 workers (episodes per second)
+  phases     (--phases) where a gold episode's time goes, per task of nl2bash, in one
+             process: reset (agent sandbox loads the task), the action, the gold's load and
+             run in the second sandbox, the diffs, the hashes, and the rest (host side:
+             reward, info, Gymnasium wrappers); tasks over 0.5 s (the walkers) apart
 Targets (issue 2): step < 0.2 ms, reset < 3 ms, reward < 5 ms, >= 100 episodes/s.
 """
 
@@ -77,6 +81,62 @@ def sandbox_and_env(runs: int) -> dict[str, dict[str, float]]:
         env.close()
 
 
+PHASES = ("reset", "action", "gold_load", "gold_run", "diff_agent", "diff_gold", "hashes")
+
+
+def episode_phases() -> dict[str, object]:
+    """Each sandbox call of a gold episode (``step(gold)``, ``step("submit")``) timed by
+    wrapping the two sandboxes' methods; the rest of the episode is host-side work."""
+    from intercode.envs.bash import BashEnv
+
+    env = BashEnv("nl2bash")
+    env.warm_up()
+    spent: dict[str, float] = {}
+
+    def wrap(box: object, method: str, phase: str) -> None:
+        inner = getattr(box, method)
+
+        def timed_call(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - start
+
+        setattr(box, method, timed_call)
+
+    agent, gold = env._sandbox("agent"), env._sandbox("gold")
+    for method, phase in (("load", "reset"), ("run", "action"), ("diff", "diff_agent"),
+                          ("hashes", "hashes")):
+        wrap(agent, method, phase)
+    for method, phase in (("load", "gold_load"), ("run", "gold_run"), ("exec", "gold_run"),
+                          ("diff", "diff_gold"), ("hashes", "hashes")):
+        wrap(gold, method, phase)
+    fast: list[dict[str, float]] = []
+    slow: list[tuple[int, float]] = []
+    try:
+        for index in range(len(env.dataset)):
+            spent.clear()
+            start = time.perf_counter()
+            env.reset(options={"task": index})
+            env.step(env.task.gold)
+            env.step("submit")
+            total = time.perf_counter() - start
+            if total > 0.5:
+                slow.append((index, total))
+                continue
+            fast.append({**{k: spent.get(k, 0.0) for k in PHASES},
+                         "other": total - sum(spent.values()), "total": total})
+    finally:
+        env.close()
+    out: dict[str, object] = {"episodes": len(fast), "slow_tasks": slow}
+    for key in (*PHASES, "other", "total"):
+        values = [f[key] for f in fast]
+        out[key] = {"median_ms": statistics.median(values) * 1000,
+                    "mean_ms": statistics.fmean(values) * 1000}
+    return out
+
+
 def gold_replay(workers: int) -> dict[str, float]:
     summary, wall, recs = timed_run(env="bash", dataset="nl2bash", agent="gold",
                                     workers=workers)
@@ -94,8 +154,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-replay", action="store_true")
+    parser.add_argument("--phases", action="store_true",
+                        help="only the per-phase profile of gold episodes")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
+    if args.phases:
+        phases = episode_phases()
+        for name, value in phases.items():
+            print(f"{name:12s} {value}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(phases, indent=2) + "\n")
+        return 0
     results: dict[str, object] = {"floor_bare_bash": bare_bash_floor(args.runs)}
     results.update(sandbox_and_env(args.runs))
     if not args.skip_replay:

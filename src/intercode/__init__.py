@@ -7,38 +7,41 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
+from intercode.import_hook import when_imported
+from intercode.lazy import lazy_exports
 
-from intercode.datasets import (
-    BashTask,
-    CtfTask,
-    Dataset,
-    PythonTask,
-    SqlTask,
-    Task,
-    dataset_names,
-    load_dataset,
-)
-from intercode.envs import BashEnv, CtfEnv, IntercodeEnv, PythonEnv, SqlEnv
-from intercode.envs.registration import register_all
-from intercode.envs.snapshot import Snapshot
-from intercode.errors import (
-    ConfigError,
-    DatasetError,
-    EnvStateError,
-    IntercodeError,
-    ObservationSpaceError,
-    RewardError,
-    SandboxError,
-    SandboxUnavailableError,
-    SnapshotError,
-    SnapshotUnsupported,
-    TaskUnavailable,
-)
-from intercode.sandbox.limits import Limits
-from intercode.sql.backend import SqlLimits
+if TYPE_CHECKING:  # the public API, imported on first use (PEP 562; see __getattr__)
+    import gymnasium as gym
+
+    from intercode.datasets import (
+        BashTask,
+        CtfTask,
+        Dataset,
+        PythonTask,
+        SqlTask,
+        Task,
+        dataset_names,
+        load_dataset,
+    )
+    from intercode.envs import BashEnv, CtfEnv, IntercodeEnv, PythonEnv, SqlEnv
+    from intercode.envs.snapshot import Snapshot
+    from intercode.errors import (
+        ConfigError,
+        DatasetError,
+        EnvStateError,
+        IntercodeError,
+        ObservationSpaceError,
+        RewardError,
+        SandboxError,
+        SandboxUnavailableError,
+        SnapshotError,
+        SnapshotUnsupported,
+        TaskUnavailable,
+    )
+    from intercode.sandbox.limits import Limits
+    from intercode.sql.backend import SqlLimits
 
 __version__ = "0.1.0"
 
@@ -74,7 +77,31 @@ __all__ = [
     "make",
 ]
 
-register_all()
+# each public name is imported when first asked for, so that `import intercode` (and the
+# command line, which imports it) does not load Gymnasium and numpy
+__getattr__, __dir__ = lazy_exports(globals(), {
+    "intercode.datasets": ("BashTask", "CtfTask", "Dataset", "PythonTask", "SqlTask", "Task",
+                           "dataset_names", "load_dataset"),
+    "intercode.envs": ("BashEnv", "CtfEnv", "IntercodeEnv", "PythonEnv", "SqlEnv"),
+    "intercode.errors": ("ConfigError", "DatasetError", "EnvStateError", "IntercodeError",
+                         "ObservationSpaceError", "RewardError", "SandboxError",
+                         "SandboxUnavailableError", "SnapshotError", "SnapshotUnsupported",
+                         "TaskUnavailable"),
+    "intercode.envs.snapshot": ("Snapshot",),
+    "intercode.sandbox.limits": ("Limits",),
+    "intercode.sql.backend": ("SqlLimits",),
+})
+
+
+def _register() -> None:
+    from intercode.envs.registration import register_all
+
+    register_all()
+
+
+# the Gymnasium ids (gym.make("intercode/bash-v0")): now if Gymnasium is loaded, else as
+# soon as something imports it
+when_imported("gymnasium", _register)
 
 
 def make(name: str, *, max_turns: int | None = None, **kwargs: Any) -> gym.Env[str, str]:
@@ -82,6 +109,8 @@ def make(name: str, *, max_turns: int | None = None, **kwargs: Any) -> gym.Env[s
 
     ``max_turns`` truncates episodes with Gymnasium's ``TimeLimit``.
     """
+    import gymnasium as gym
+
     from intercode.benchmarks import get
 
     return gym.make(get(name).gym_id, max_episode_steps=max_turns, **kwargs)

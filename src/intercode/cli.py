@@ -11,24 +11,30 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from intercode.agents.llm import POLICIES, StrategyOptions
+# only what building the parser needs: each command imports its own dependencies (the
+# environments bring Gymnasium and numpy; `intercode --help` must not pay for them)
+from intercode.agents.names import AGENTS, DEFAULT_TURNS, STRATEGIES
 from intercode.benchmarks import benchmarks, get, names
 from intercode.cli_types import Parser, integer, number, seconds
-from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, IntercodeError
-from intercode.llm.client import ModelConfig
+from intercode.llm.client import REASONING_EFFORTS, parse_extra_body
 from intercode.rewards.spider import METRICS
-from intercode.runner.worker import AGENTS
-from intercode.sandbox.limits import Limits
+
+if TYPE_CHECKING:
+    from intercode.agents.llm import StrategyOptions
+    from intercode.envs.settings import EnvSettings
+    from intercode.llm.client import ModelConfig
+    from intercode.sandbox.limits import Limits
 
 # turn limits when --turns is not given (upstream's scripts: 10 turns)
-DEFAULT_TURNS = {"single-turn": 1, "try-again": 10, "react": 10}
 MAX_WORKERS = 1024
 
 
 def _limits(args: argparse.Namespace) -> Limits:
+    from intercode.sandbox.limits import Limits
+
     return Limits(timeout=args.timeout)
 
 
@@ -37,12 +43,15 @@ def _dataset(args: argparse.Namespace) -> str:
 
 
 def _settings(args: argparse.Namespace) -> EnvSettings:
+    from intercode.envs.settings import EnvSettings
+
     return EnvSettings(limits=_limits(args),
                        upstream_quirks=getattr(args, "upstream_quirks", False),
                        sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network,
                        sql_max_rows=args.sql_max_rows,
                        sql_max_result_rows=args.sql_max_result_rows,
-                       sql_metric=args.sql_metric, test_timeout=args.test_timeout)
+                       sql_metric=args.sql_metric, test_timeout=args.test_timeout,
+                       gold_cache=not args.no_gold_cache)
 
 
 def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
@@ -74,6 +83,9 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
     p.add_argument("--network", action="store_true",
                    help="ctf: give the sandbox an isolated network (slirp4netns), so the tasks "
                         "that need it run; it cannot reach the host's loopback services")
+    p.add_argument("--no-gold-cache", action="store_true",
+                   help="bash: run the gold every episode instead of reusing its result "
+                        "stored by an earlier run (see README: the gold cache)")
     p.add_argument("--host-network", action="store_true",
                    help="ctf: share the host's network instead (host loopback services, e.g. "
                         "a local MariaDB, become reachable)")
@@ -81,6 +93,8 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
 
 MODEL_DEFAULTS = {"api_key_env": "OPENAI_API_KEY", "temperature": 0.0, "max_tokens": 512,
                   "llm_timeout": 60.0, "llm_retries": 6, "refine_turns": 3}
+MODEL_OPTIONS = ("model", "base_url", "top_p", "observation_chars", "observation_rows",
+                 "dialogue_limit", "reasoning_effort", "stream", "extra_body", "show_reward")
 
 
 def _add_model(p: argparse.ArgumentParser) -> None:
@@ -105,6 +119,18 @@ def _add_model(p: argparse.ArgumentParser) -> None:
                    help="Try Again: messages kept after the query (upstream: bash 7, sql 5)")
     g.add_argument("--refine-turns", type=integer(0), default=None,
                    help="Plan & Solve repairs (3)")
+    g.add_argument("--reasoning-effort", default=None, choices=list(REASONING_EFFORTS),
+                   help="reasoning models: how hard to think (sent as reasoning_effort)")
+    g.add_argument("--stream", action="store_true", default=None,
+                   help="stream replies (server-sent events), so that a long generation is "
+                        "not cut by the time-out; a stream silent for --llm-timeout is retried")
+    g.add_argument("--extra-body", default=None, metavar="JSON",
+                   help="a JSON object merged into every request (provider-specific "
+                        "fields, e.g. '{\"top_k\": 20}')")
+    g.add_argument("--show-reward", action="store_true", default=None,
+                   help="--agent tools: score every action and show the reward in the "
+                        "tool's result (Try Again); without it, the submitted answer is "
+                        "scored (ReAct)")
 
 
 def _opt(args: argparse.Namespace, name: str) -> Any:
@@ -115,18 +141,26 @@ def _opt(args: argparse.Namespace, name: str) -> Any:
 def _model(args: argparse.Namespace) -> ModelConfig | None:
     if args.model is None:
         return None
+    from intercode.llm.client import ModelConfig
+
     return ModelConfig(model=args.model, base_url=args.base_url,
                        api_key_env=_opt(args, "api_key_env"),
                        temperature=_opt(args, "temperature"),
                        max_tokens=_opt(args, "max_tokens"), top_p=args.top_p,
-                       timeout=_opt(args, "llm_timeout"), retries=_opt(args, "llm_retries"))
+                       timeout=_opt(args, "llm_timeout"), retries=_opt(args, "llm_retries"),
+                       reasoning_effort=args.reasoning_effort, stream=bool(args.stream),
+                       extra_body=(parse_extra_body(args.extra_body)
+                                   if args.extra_body is not None else {}))
 
 
 def _strategy(args: argparse.Namespace) -> StrategyOptions:
+    from intercode.agents.llm import StrategyOptions
+
     return StrategyOptions(observation_chars=args.observation_chars,
                            observation_rows=args.observation_rows,
                            dialogue_limit=args.dialogue_limit,
-                           refine_turns=_opt(args, "refine_turns"))
+                           refine_turns=_opt(args, "refine_turns"),
+                           show_reward=bool(args.show_reward))
 
 
 def _refuse_inapplicable(args: argparse.Namespace) -> None:
@@ -140,7 +174,8 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
                                 ("--sql-max-result-rows", "sql_max_result_rows",
                                  args.sql_max_result_rows is not None),
                                 ("--sql-metric", "sql_metric", args.sql_metric is not None),
-                                ("--test-timeout", "test_timeout", args.test_timeout is not None)):
+                                ("--test-timeout", "test_timeout", args.test_timeout is not None),
+                                ("--no-gold-cache", "gold_cache", args.no_gold_cache)):
         if given and option not in options:
             takers = [b.name for b in benchmarks() if option in b.options]
             raise ConfigError(f"{flag} applies only to the {' and '.join(takers) or 'no'} "
@@ -152,12 +187,20 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
         return
     if args.trajectories is not None and agent != "replay":
         raise ConfigError(f"--trajectories applies only to --agent replay, not {agent}")
-    if agent not in POLICIES:
-        for name in (*MODEL_DEFAULTS, "model", "base_url", "top_p", "observation_chars",
-                     "observation_rows", "dialogue_limit"):
+    if agent not in STRATEGIES:
+        for name in (*MODEL_DEFAULTS, *MODEL_OPTIONS):
             if getattr(args, name) is not None:
                 raise ConfigError(f"--{name.replace('_', '-')} applies only to LLM agents "
-                                  f"({', '.join(POLICIES)}), not {agent}")
+                                  f"({', '.join(STRATEGIES)}), not {agent}")
+    if agent == "tools":
+        for flag, given in (("--dialogue-limit", args.dialogue_limit),
+                            ("--refine-turns", args.refine_turns)):
+            if given is not None:
+                raise ConfigError(f"{flag} does not apply to --agent tools (its dialogue is "
+                                  "kept whole; the turn limit bounds it)")
+    if args.show_reward and agent != "tools":
+        raise ConfigError(f"--show-reward applies only to --agent tools, not {agent} (Try "
+                          "Again always shows the reward, ReAct never)")
 
 
 def _add_serving(p: argparse.ArgumentParser) -> None:
@@ -187,12 +230,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(ev)
     ev.add_argument("--agent", default="gold", choices=list(AGENTS),
                     help="gold, replay, human, or an LLM strategy: single-turn, try-again "
-                         "(default 10 turns), react (10), plan-solve (plan + 3 repairs)")
+                         "(default 10 turns), react (10), plan-solve (plan + 3 repairs), "
+                         "tools (native function calling, 10)")
     ev.add_argument("--trajectories", help="recorded episodes for --agent replay")
     _add_model(ev)
     ev.add_argument("--tasks", help="task indices, e.g. 0-99,120 (default: all)")
     ev.add_argument("--workers", type=integer(1, MAX_WORKERS), default=2,
                     help="episodes at once (2)")
+    ev.add_argument("--executor", choices=["local", "ray"], default="local",
+                    help="local: worker processes on this machine; ray: actors on a Ray "
+                         "cluster, one per --workers (pip install 'intercode[ray]'; "
+                         "docs/scaling.md) (local)")
+    ev.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                    help="ray: the cluster: auto (the one started with `ray start` here), "
+                         "local (a new one in this process), ray://HOST:PORT, HOST:PORT "
+                         "(default: $RAY_ADDRESS, else local)")
+    ev.add_argument("--ray-actor-cpus", type=number(0, 1024, low_open=True), default=None,
+                    metavar="CPUS",
+                    help="ray: CPUs each actor reserves (1; less for agents that mostly "
+                         "wait for a model, e.g. 0.25)")
     ev.add_argument("--turns", type=integer(1), default=None, help="turn limit per episode")
     ev.add_argument("--output", default=None,
                     help="run folder (default: runs/<env>-<dataset>-<agent>-<time>); "
@@ -356,7 +412,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     workers=args.workers, tasks=tasks, max_turns=turns,
                     model=_model(args), strategy=_strategy(args),
                     trajectories=args.trajectories, settings=_settings(args),
-                    resume=args.resume)
+                    resume=args.resume, executor=args.executor, ray_address=args.ray_address,
+                    ray_actor_cpus=args.ray_actor_cpus)
     summary = execute(cfg, progress=not args.no_progress)
     print_summary(summary)
     print(f"results    {Path(args.output) / 'results.jsonl'}")

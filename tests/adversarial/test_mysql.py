@@ -302,3 +302,93 @@ def test_qualified_names_reach_only_the_sessions_own_copies(backend, agent, admi
         assert agent.execute("SELECT count(*) FROM car_1.cars_data").rows == [(27,)]
     finally:
         other.close()
+
+
+@pytest.mark.parametrize("attack", [
+    "/*!CREATE OR REPLACE TABLE city*/ SELECT 1 AS x",
+    "/*M!100000 CREATE OR REPLACE TABLE city*/ SELECT 1 AS x",
+    "/*!50000 CREATE OR REPLACE TABLE city */ SELECT 1 AS x",
+    "/* a */ /*!CREATE OR REPLACE TABLE city*/ (SELECT 1 AS x)",
+])
+def test_executable_comments_do_not_commit_past_the_reset(agent, attack):
+    """The server runs what stands in /*! */: a statement that reads as a SELECT but
+    commits a CREATE was only rolled back, and the next episode saw a 1-row city."""
+    assert agent.execute(attack).ok, attack
+    assert agent.execute("SELECT count(*) FROM city").rows == [(1,)]
+    agent.reset("world_1")
+    assert agent.execute("SELECT count(*) FROM city").rows == [(4079,)]
+
+
+def test_user_variables_and_locks_of_a_select_do_not_outlive_the_episode(agent):
+    lock = f"ic_chan_{secrets.token_hex(4)}"
+    assert agent.execute("SELECT @leak := 42").ok
+    assert agent.execute("SELECT COUNT(*) INTO @leak2 FROM city").ok
+    assert agent.execute("SELECT 1 FROM city WHERE 1--@leak3:=7\n").ok  # not a comment
+    assert agent.execute(f"SELECT GET_LOCK /* x */ ('{lock}', 0)").rows == [(1,)]
+    agent.reset("world_1")
+    assert agent.execute(f"SELECT @leak, @leak2, @leak3, IS_FREE_LOCK('{lock}')").rows == [
+        (None, None, None, 1)]
+
+
+def test_the_metrics_pristine_copy_cannot_be_poisoned(mysql_url):
+    """exec_match_nodistinct re-runs the agent's DISTINCT-stripped statement in a scratch
+    session: an executable comment there replaced `people` for every later re-run (and in
+    the agent's own next episode), so the right answer scored 0."""
+    env = SqlEnv("spider-dev", backend="mysql", mysql_url=mysql_url,
+                 metric="exec_match_nodistinct")
+    try:
+        env.reset(options={"task": 0})
+        env.step("/*!CREATE OR REPLACE TABLE people*/ SELECT DISTINCT 'x' AS Name")
+        env.step("submit")
+        env.reset(options={"task": 0})
+        answer = env.task.gold.replace("SELECT", "SELECT DISTINCT", 1)
+        obs, *_ = env.step(answer)
+        assert "'x'" not in obs
+        _, reward, _, _, info = env.step("submit")
+        assert reward == 1.0 and info["exec_match"] is True
+    finally:
+        env.close()
+
+
+def test_using_a_dropped_copy_is_the_agents_outcome(agent):
+    """DROP DATABASE on its own copy is within the agent's grants; a later USE of it, or a
+    lost connection, raised a server error out of the step (an infrastructure error)."""
+    assert agent.execute("SET SESSION sql_mode = 'ANSI_QUOTES'").ok
+    assert agent.execute("SELECT count(*) FROM car_1.cars_data").ok
+    assert agent.execute('DROP DATABASE "car_1"').ok
+    assert agent.execute("USE car_1").ok
+    assert agent.execute("SELECT count(*) FROM cars_data").rows == [(27,)]
+    assert agent.execute("SET SESSION sql_mode = 'ANSI_QUOTES'").ok
+    assert agent.execute('DROP DATABASE "car_1"').ok  # the current copy, then a lost link
+    got = agent.execute("SET STATEMENT max_statement_time = 0 FOR SELECT SLEEP(4)")
+    assert got.timed_out and not got.ok
+    agent.reset("world_1")
+    assert agent.execute("SELECT count(*) FROM car_1.cars_data").rows == [(27,)]
+
+
+@pytest.mark.timeout(120)  # a hang guard: the regex of this pattern never ended
+def test_like_pattern_of_show_databases_does_not_hang_the_host(agent):
+    got = agent.execute("SHOW DATABASES LIKE '" + "%" * 5000 + "x'")
+    assert got.ok and got.rows == []
+    assert agent.execute("SHOW DATABASES LIKE 'WORLD\\_%'").rows == [("world_1",)]
+
+
+def test_a_statement_that_is_not_valid_unicode_is_the_agents_outcome(env):
+    """A lone surrogate in a statement raised UnicodeEncodeError out of the step (pymysql
+    cannot encode it): an infrastructure error instead of the agent's failure."""
+    env.reset(options={"task": 0})
+    for sql in ("SELECT '\ud800'", "SELECT Name FROM people WHERE Name = '\udfff'"):
+        obs, reward, done, _, info = env.step(sql)
+        assert info["exit_code"] == 1 and "not valid Unicode" in obs
+        assert reward == 0.0 and not done
+    obs, *_ = env.step("SELECT count(*) FROM poker_player")
+    assert obs == "[(5,)]"
+
+
+@pytest.mark.timeout(120)  # a hang guard: the old regex took 2^40 steps here
+def test_many_comments_before_a_statement_do_not_hang_the_host(agent):
+    """The statement kind was read by a regex whose lazy comment could reach past its
+    '*/': '/**/' * n before a non-word took 2^n steps on the host (n = 40: days)."""
+    for sql in ("/**/" * 40 + "1", "/* a */" * 40 + "(1)", "/**/" * 40 + "SELECT 1"):
+        agent.execute(sql)
+    assert agent.execute("SELECT count(*) FROM city").rows == [(4079,)]

@@ -442,3 +442,27 @@ def test_an_empty_or_malformed_trajectories_file_is_one_error_up_front(content, 
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "t.jsonl" in err
     assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize("agent", ["react", "tools", "try-again"])
+def test_a_model_that_never_submits_stops_at_the_default_turn_limit(tmp_path, agent):
+    """The Python API may leave max_turns out (the command line always sets it): a model
+    that answers the same action forever must still end at the strategy's default."""
+    from intercode.agents.names import DEFAULT_TURNS
+    from intercode.llm.client import ModelConfig
+    from intercode.llm.scripted_server import Reply, ScriptedChatServer, call, sequence
+    from intercode.runner.run import RunConfig, execute
+
+    text = "Thought 1: look\nAction 1: execute[ls]\n```bash\nls\n```"
+    forever = Reply(tool_calls=(call("execute", {"code": "ls"}),)) if agent == "tools" \
+        else Reply(text)
+    with ScriptedChatServer(sequence([forever])) as server:
+        cfg = RunConfig(env="bash", dataset="bash-demo", agent=agent, output=tmp_path / "run",
+                        workers=1, tasks=(0,),
+                        model=ModelConfig("scripted", base_url=server.url, retries=0))
+        summary = execute(cfg, progress=False)
+    record = json.loads((tmp_path / "run" / "results.jsonl").read_text())
+    assert summary["ok"] == 1 and record["status"] == "ok"
+    assert len(record["turns"]) == DEFAULT_TURNS[agent]
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["max_turns"] == DEFAULT_TURNS[agent]

@@ -6,6 +6,7 @@ High #8 (unbounded results) and the 10 MB error echo.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import resource
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from intercode.envs.sql import SqlEnv
+from intercode.errors import RewardError
 from intercode.sandbox.inbox import sqlconn
 from intercode.sql.backend import SqlLimits
 from intercode.sql.sandboxed import parse_reply, to_result
@@ -289,3 +291,42 @@ def test_qualified_names_reach_only_the_sessions_own_copies(backend):
     finally:
         a.close()
         b.close()
+
+
+@pytest.mark.timeout(120)  # a hang guard: the regex of these patterns never ended
+def test_like_patterns_of_show_commands_do_not_hang_the_host(session):
+    """SHOW DATABASES / SHOW TABLES LIKE were matched on the host with a backtracking
+    regex: '%%…%x' (5,000 wildcards) against 'world_1', or '%a%a…%b' against a long table
+    name the agent made, never finished (the runner hung)."""
+    got = session.execute("SHOW DATABASES LIKE '" + "%" * 5000 + "x'")
+    assert got.ok and got.rows == []
+    got = session.execute("SHOW DATABASES LIKE '" + "%" * 5000 + "1'")
+    assert got.ok and ("world_1",) in got.rows
+    name = "a" * 200
+    assert session.execute(f"CREATE TABLE {name} (x)").ok
+    got = session.execute("SHOW TABLES LIKE '" + "%a" * 150 + "%b'")
+    assert got.ok and got.rows == []
+    got = session.execute("SHOW TABLES LIKE '" + "%a" * 150 + "%'")
+    assert got.ok and got.rows == [(name,)]
+    got = session.execute("SHOW FULL TABLES LIKE 'c\\_t%'")  # MySQL's escapes still hold
+    assert got.ok and got.rows == []
+    assert session.execute("SHOW TABLES LIKE 'CIT_'").rows == [("city",)]
+
+
+ENDLESS = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+           "SELECT count(*) FROM c")
+
+
+def test_a_gold_cut_by_the_clock_is_an_error_not_an_empty_gold():
+    """A gold that ran out of time (a loaded machine) must not count as "no rows": an
+    empty answer would then score 1.0. It is a RewardError (the runner's `error`)."""
+    e = SqlEnv("spider-dev", backend="sqlite", limits=SqlLimits(timeout=0.5))
+    try:
+        e.reset(options={"task": 0})
+        e.task = dataclasses.replace(e.task, gold=ENDLESS)
+        obs, *_ = e.step("SELECT 1 WHERE 0")
+        assert obs == "[]"
+        with pytest.raises(RewardError, match="did not finish"):
+            e.step("submit")
+    finally:
+        e.close()

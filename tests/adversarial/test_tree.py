@@ -230,3 +230,40 @@ def test_hashing_past_the_budget_matches_nothing(tmp_path, monkeypatch):
         trees.append(Tree(str(tmp_path / side)))
     a, b = (t.hashes(["d/"])["d/"] for t in trees)
     assert a != b and "not hashed" in a
+
+
+ORDER_TASK = 12  # gold: find /testbed -type f -mtime +7 | tee compressedP.list | ...
+LISTING = "ls -f /testbed /testbed/dir1 / | tr '\\n' ' '"
+
+
+@pytest.mark.parametrize("earlier", [
+    "rm /testbed/hello.php",  # restored: it came first in every later listing
+    "mv /testbed/hello.c /testbed/x; mv /testbed/x /testbed/hello.c; "
+    "touch -d @1685577600 /testbed",  # a rename undone, the directory's time put back
+    "touch /testbed/new; rm -r /testbed/dir1; mkdir /testbed/dir1",
+    "rm -r /testbed /var",
+])
+def test_an_earlier_episode_does_not_change_listing_order_or_the_score(earlier):
+    """Directory listings (``find``, ``ls -f``) are in creation order, and a reset restored
+    only what changed: a file an earlier episode deleted came first in the next episode's
+    ``find``, so the gold of fs1#12 (a ``find`` listing written to a file) scored 0.67, its
+    list no longer the gold sandbox's. The order must be the fresh tree's."""
+    fresh = BashEnv("nl2bash-fs1")
+    worn = BashEnv("nl2bash-fs1")
+    try:
+        fresh.reset(options={"task": ORDER_TASK})
+        expected, *_ = fresh.step(LISTING)
+        worn.reset(options={"task": ORDER_TASK})
+        worn.step(earlier)
+        worn.evaluate()
+        worn.reset(options={"task": ORDER_TASK})
+        listing, *_ = worn.step(LISTING)
+        assert listing == expected
+        worn.reset(options={"task": ORDER_TASK})
+        worn.step(earlier)
+        worn.reset(options={"task": ORDER_TASK})
+        worn.step(worn.task.gold)
+        assert worn.evaluate().reward == 1.0
+    finally:
+        fresh.close()
+        worn.close()

@@ -31,9 +31,11 @@ PICKLERS = {"pickle": pickle, "cloudpickle": cloudpickle}
 KWARGS = {
     "bash": {"limits": Limits(timeout=5.0), "layout": Layout(hostname="box"),
              "sandbox": partial(create_sandbox, "bwrap", layout=Layout(hostname="box")),
-             "backend": "bwrap", "upstream_quirks": True, "render_mode": "ansi"},
+             "backend": "bwrap", "upstream_quirks": True, "gold_cache": False,
+             "render_mode": "ansi"},
     "sql": {"backend": "sqlite", "mysql_url": "mysql://u:p@127.0.0.1:3306",
-            "limits": SqlLimits(timeout=5.0), "sandbox_backend": "bwrap", "render_mode": "ansi"},
+            "limits": SqlLimits(timeout=5.0), "sandbox_backend": "bwrap",
+            "metric": "exec_match_nodistinct", "render_mode": "ansi"},
     "python": {"limits": Limits(timeout=5.0), "layout": Layout(hostname="box"),
                "test_timeout": 2.0, "backend": "bwrap", "upstream_quirks": True,
                "render_mode": "ansi"},

@@ -234,7 +234,7 @@ def test_a_probe_that_kills_the_interpreter_fails_the_tests_only(env):
     assert env.step("1 + 1")[0] == "2\n"
 
 
-@pytest.mark.parametrize("agent", ["single-turn", "try-again", "react", "plan-solve"])
+@pytest.mark.parametrize("agent", ["single-turn", "try-again", "react", "plan-solve", "tools"])
 def test_every_llm_strategy_solves_tasks_with_the_gold_responder(tmp_path, agent):
     # the strategies' parsing and prompts come from the plugin's Benchmark
     from intercode.llm.client import ModelConfig

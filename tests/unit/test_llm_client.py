@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from intercode.errors import FatalRunError, ModelError
-from intercode.llm.client import ChatClient, ModelConfig
-from intercode.llm.scripted_server import Reply, ScriptedChatServer, sequence
+from intercode.errors import ConfigError, FatalRunError, ModelError, ModelRejected
+from intercode.llm.client import ChatClient, ModelConfig, parse_extra_body
+from intercode.llm.scripted_server import Reply, ScriptedChatServer, call, refusing, sequence
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -106,3 +106,175 @@ def test_the_scripted_server_lists_its_model():
     with ScriptedChatServer(sequence(["x"]), model="m1") as server:
         models = openai.OpenAI(api_key="k", base_url=server.url).models.list()
     assert [m.id for m in models.data] == ["m1"]
+
+
+# -- tool calls, reasoning models, streaming, extra body ------------------------------------
+
+TOOLS = [{"type": "function", "function": {"name": "execute", "parameters": {
+    "type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}}]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_calls_come_back_in_order_with_their_ids(stream):
+    calls = (call("execute", {"code": "ls -la"}, "call_a"),
+             call("submit", '{"answer": "x"}', "call_b"))
+    with ScriptedChatServer(sequence([Reply("thinking", tool_calls=calls)])) as server:
+        got = client(server, stream=stream).complete(HELLO, tools=TOOLS)
+        request = server.requests[0]
+    assert got.text == "thinking" and got.finish_reason == "tool_calls"
+    assert [(c.id, c.name, c.arguments) for c in got.tool_calls] == [
+        ("call_a", "execute", '{"code": "ls -la"}'), ("call_b", "submit", '{"answer": "x"}')]
+    assert request["tools"] == TOOLS and request.get("stream", False) is stream
+
+
+def test_a_streamed_reply_is_the_same_as_a_whole_one_and_keeps_its_usage():
+    reply = Reply("a longer streamed answer, in pieces", reasoning_tokens=40)
+    with ScriptedChatServer(sequence([reply])) as server:
+        whole = client(server).complete(HELLO)
+        streamed = client(server, stream=True).complete(HELLO)
+        sent = server.requests[1]
+    assert streamed.text == whole.text == reply.text
+    assert streamed.reasoning_tokens == whole.reasoning_tokens == 40
+    assert (streamed.prompt_tokens, streamed.completion_tokens) == (
+        whole.prompt_tokens, whole.completion_tokens)
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.parametrize("cut", [1, 3])
+def test_a_stream_cut_mid_way_is_retried(cut):
+    replies = [Reply("never finished, this one", cut_after=cut), Reply("whole")]
+    sleeps: list[float] = []
+    with ScriptedChatServer(sequence(replies)) as server:
+        got = client(server, sleeps, stream=True, retries=2).complete(HELLO)
+    assert got.text == "whole" and got.attempts == 2 and len(sleeps) == 1
+
+
+def test_a_stream_that_ends_without_saying_why_is_retried():
+    # a server that closes a stream cleanly before its last chunk (no finish_reason)
+    events = (b'data: {"id": "x", "object": "chat.completion.chunk", "created": 0, '
+              b'"model": "m", "choices": [{"index": 0, "delta": {"content": "par"}, '
+              b'"finish_reason": null}]}\n\ndata: [DONE]\n\n')
+    with ScriptedChatServer(sequence([Reply(raw=events), Reply("whole")])) as server:
+        got = client(server, stream=True, retries=1).complete(HELLO)
+    assert got.text == "whole" and got.attempts == 2
+    with (ScriptedChatServer(sequence([Reply(raw=events)])) as server,
+          pytest.raises(ModelError, match="no finish_reason")):
+        client(server, stream=True, retries=0).complete(HELLO)
+
+
+def test_a_stalled_stream_times_out_and_is_retried():
+    replies = [Reply("slow to go on", stall=2.0), Reply("quick")]
+    with ScriptedChatServer(sequence(replies)) as server:
+        got = client(server, stream=True, timeout=0.5, retries=1).complete(HELLO)
+    assert got.text == "quick" and got.attempts == 2
+
+
+@pytest.mark.parametrize("with_param", [True, False])
+def test_refused_max_tokens_and_temperature_are_adapted_once_and_remembered(with_param):
+    server = ScriptedChatServer(refusing(sequence(["ok"]), with_param=with_param))
+    with server:
+        c = client(server, max_tokens=99, retries=0)
+        first = c.complete(HELLO, stop=["\nObs"])
+        second = c.complete(HELLO)
+        sent = server.requests
+    assert first.text == second.text == "ok"
+    # one refusal per parameter, then every request in the accepted form
+    assert len(sent) == 4
+    assert "max_tokens" in sent[0] and "temperature" in sent[1]
+    final = sent[2]
+    assert "max_tokens" not in final and final["max_completion_tokens"] == 99
+    assert "temperature" not in final and final["stop"] == ["\nObs"]
+    assert sent[3].keys() == final.keys() - {"stop"}
+    assert set(first.adjusted) == {"max_tokens sent as max_completion_tokens",
+                                   "temperature not sent"}
+
+
+@pytest.mark.parametrize("model", ["o3-mini", "o1", "gpt-5", "openai/o4-mini", "gpt-5.1-codex"])
+def test_known_reasoning_families_get_the_accepted_form_up_front(model):
+    with ScriptedChatServer(refusing(sequence(["ok"]), ("max_tokens", "temperature",
+                                                        "top_p"))) as server:
+        cfg = ModelConfig(model, base_url=server.url, max_tokens=64, top_p=0.9,
+                          reasoning_effort="high")
+        got = ChatClient(cfg).complete(HELLO)
+        sent = server.requests
+    assert got.text == "ok" and len(sent) == 1
+    assert sent[0]["max_completion_tokens"] == 64 and sent[0]["reasoning_effort"] == "high"
+    assert not {"max_tokens", "temperature", "top_p"} & sent[0].keys()
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "llama3.1:8b", "Qwen/Qwen2.5-7B",
+                                   "ollama/o3x-custom"])
+def test_other_models_get_max_tokens_and_temperature(model):
+    with ScriptedChatServer(sequence(["ok"])) as server:
+        ChatClient(ModelConfig(model, base_url=server.url)).complete(HELLO)
+        sent = server.requests[0]
+    assert sent["max_tokens"] == 512 and sent["temperature"] == 0.0
+
+
+def test_a_400_about_something_else_is_still_a_rejection():
+    body = {"error": {"message": "This model's maximum context length is 8192 tokens; "
+                      "max_tokens plus the messages is more", "type": "invalid_request_error",
+                      "param": "messages", "code": "context_length_exceeded"}}
+    with ScriptedChatServer(sequence([Reply(status=400, body=body)])) as server:
+        with pytest.raises(ModelRejected, match="context length"):
+            client(server).complete(HELLO)
+        assert len(server.requests) == 1
+
+
+def test_a_server_refusing_every_form_is_rejected_after_a_bounded_number_of_tries():
+    body = {"error": {"message": "Unsupported parameter", "param": None}}
+
+    def respond(request):
+        for name in ("max_tokens", "max_completion_tokens", "temperature"):
+            if name in request:
+                return Reply(status=400, body={"error": {**body["error"], "param": name}})
+        return Reply(status=400, body=body)
+
+    with ScriptedChatServer(respond) as server:
+        with pytest.raises(ModelRejected):
+            client(server, retries=3).complete(HELLO)
+        assert len(server.requests) <= 4
+
+
+def test_extra_body_is_merged_into_every_request():
+    with ScriptedChatServer(sequence(["ok"])) as server:
+        client(server, extra_body={"top_k": 20, "chat_template_kwargs": {"x": True}},
+               stream=True).complete(HELLO)
+        sent = server.requests[0]
+    assert sent["top_k"] == 20 and sent["chat_template_kwargs"] == {"x": True}
+
+
+@pytest.mark.parametrize(("text", "pattern"), [("{bad", "not valid JSON"),
+                                               ("[1, 2]", "must be a JSON object"),
+                                               ('"x"', "must be a JSON object")])
+def test_malformed_extra_body_is_one_line(text, pattern):
+    with pytest.raises(ConfigError, match=pattern) as err:
+        parse_extra_body(text)
+    assert "\n" not in str(err.value)
+
+
+def test_extra_body_may_not_replace_what_the_client_sends():
+    with pytest.raises(ConfigError, match="may not set messages, model"):
+        ModelConfig("m", extra_body={"model": "other", "messages": []})
+    with pytest.raises(ConfigError, match="reasoning effort"):
+        ModelConfig("m", reasoning_effort="extreme")
+
+
+def test_identity_keeps_old_runs_resumable_and_new_settings_apart():
+    assert ModelConfig("m").identity() == {"model": "m", "temperature": 0.0,
+                                           "max_tokens": 512, "top_p": None}
+    assert ModelConfig("m", reasoning_effort="low").identity()["reasoning_effort"] == "low"
+    assert ModelConfig("m", extra_body={"a": 1}).identity()["extra_body"] == {"a": 1}
+
+
+def test_a_value_out_of_range_is_not_taken_for_an_unsupported_parameter():
+    # OpenAI names the parameter, but the model takes it: leaving it out would lift the cap
+    body = {"error": {"message": "max_tokens is too large: 100000. This model supports at "
+                      "most 16384 completion tokens, whereas you provided 100000.",
+                      "type": "invalid_request_error", "param": "max_tokens",
+                      "code": "invalid_value"}}
+    with ScriptedChatServer(sequence([Reply(status=400, body=body)])) as server:
+        c = client(server)
+        with pytest.raises(ModelRejected, match="too large"):
+            c.complete(HELLO)
+        assert len(server.requests) == 1 and not c.refused

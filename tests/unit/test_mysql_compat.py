@@ -12,7 +12,8 @@ import pytest
 from intercode.datasets.mysqldump import Column, Database, Table, parse_dump
 from intercode.sql.mysql_compat import (
     Meta,
-    like_to_regex,
+    like_match,
+    like_sql,
     map_qualified,
     parse_meta,
     register_functions,
@@ -78,7 +79,7 @@ def test_parse_meta_other_statements(sql: str) -> None:
     assert parse_meta(sql) is None
 
 
-# -- like_to_regex ---------------------------------------------------------------------------
+# -- like_match ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("pattern", "matches", "misses"), [
@@ -92,13 +93,24 @@ def test_parse_meta_other_statements(sql: str) -> None:
     ("car\\_%", ["car_1", "car_names"], ["cars", "carx1"]),  # \_ is a literal underscore
     ("50\\%", ["50%"], ["500", "50"]),  # \% is a literal percent sign
     ("a\\\\b", ["a\\b"], ["ab", "a\\\\b"]),  # \\ is a backslash
+    ("%a%b", ["ab", "xaxxb", "abab"], ["ba", "a", "abx"]),
+    ("a%%%_", ["ab", "abc"], ["a"]),
+    ("x\\", ["x\\"], ["x"]),  # a trailing backslash stands for itself
+    ("İ%", ["İx", "i̇x"], ["ix"]),
 ])
-def test_like_to_regex(pattern: str, matches: list[str], misses: list[str]) -> None:
-    rx = like_to_regex(pattern)
+def test_like_match(pattern: str, matches: list[str], misses: list[str]) -> None:
     for name in matches:
-        assert rx.match(name), (pattern, name)
+        assert like_match(pattern, name), (pattern, name)
     for name in misses:
-        assert not rx.match(name), (pattern, name)
+        assert not like_match(pattern, name), (pattern, name)
+
+
+@pytest.mark.parametrize(("pattern", "sql"), [
+    ("c%", "c%"), ("car\\_%", "car\\_%"), ("50\\%", "50\\%"), ("a\\\\b", "a\\\\b"),
+    ("%%%x", "%x"), ("A\\b", "Ab"), ("x\\", "x\\\\"),
+])
+def test_like_sql_is_sqlite_escaped(pattern: str, sql: str) -> None:
+    assert like_sql(pattern) == sql
 
 
 # -- map_qualified ---------------------------------------------------------------------------

@@ -53,6 +53,6 @@ class Policy(ABC):
         """What the episode's record should keep beyond its turns (a plan, unused calls)."""
         return {}
 
-    def episode_messages(self) -> dict[str, dict[str, str]]:
+    def episode_messages(self) -> dict[str, dict[str, Any]]:
         """The messages the turns' ``llm["prompts"]`` name, by id (none without a model)."""
         return {}

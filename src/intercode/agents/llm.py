@@ -6,7 +6,9 @@
 * ``react``: Thought / Action / Observation with ``execute[...]`` and ``submit``; the
   reward is the submitted one (or the final state's when the turns run out);
 * ``plan-solve``: the model writes a numbered plan, executes it one step per turn, then
-  has a few turns to repair what is still wrong (``refine_turns``).
+  has a few turns to repair what is still wrong (``refine_turns``);
+* ``tools``: native function calling, ``execute(code)`` and ``submit`` (see
+  :mod:`intercode.agents.tools`).
 
 Every model call's tokens and latency go into the action's ``meta`` (the episode log);
 the raw reply too, since the action is parsed out of it, and the ids of the messages
@@ -16,129 +18,19 @@ each call sent (``prompts``; the messages themselves in :meth:`episode_messages`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from intercode.agents import prompts
-from intercode.agents.base import Action, Policy
-from intercode.agents.parsing import (
-    Parsed,
-    language,
-    parse_code,
-    parse_react,
-    retry_message,
-    truncate_observation,
+from intercode.agents.base import Action
+from intercode.agents.llm_base import (
+    OBSERVATION_LIMITS,
+    LlmPolicy,
+    StrategyOptions,
 )
-from intercode.benchmarks import get
+from intercode.agents.parsing import parse_code, parse_react
+from intercode.agents.tools import ToolsPolicy
 from intercode.datasets import Task
-from intercode.errors import ConfigError
-from intercode.llm.client import ChatClient, Completion, Message
-from intercode.runner.messages import message_id
-
-# upstream's observation cuts (characters, rows) and dialogue limits
-OBSERVATION_LIMITS = {"try-again": (1000, 50), "single-turn": (1000, 50), "react": (350, 25),
-                      "plan-solve": (1000, 25)}
-REFINE_OBSERVATION_CHARS = 250
-MAX_PLAN_STEPS = 20
-PLAN_STEP = re.compile(r"^\s*\d+[.)]\s+(.*?)(?=^\s*\d+[.)]\s|\Z)", re.DOTALL | re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class StrategyOptions:
-    """Settings of the LLM strategies; ``None`` means upstream's default."""
-
-    observation_chars: int | None = None
-    observation_rows: int | None = None
-    dialogue_limit: int | None = None
-    refine_turns: int = 3
-
-    def __post_init__(self) -> None:
-        for name in ("observation_chars", "observation_rows", "dialogue_limit"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigError(f"{name} must be at least 1, got {value}")
-        if self.refine_turns < 0:
-            raise ConfigError("refine_turns must not be negative")
-
-
-class LlmPolicy(Policy):
-    """What the strategies share: the client, call accounting, observation cuts."""
-
-    name = "llm"
-
-    def __init__(self, env: str, client: ChatClient, options: StrategyOptions | None = None):
-        self.benchmark = get(env)  # an unknown environment: one line
-        self.env = env
-        self.client = client
-        self.options = options or StrategyOptions()
-        chars, rows = OBSERVATION_LIMITS[self.name]
-        self.chars = self.options.observation_chars or chars
-        self.rows = self.options.observation_rows or rows
-        self.task: Task | None = None
-        self._calls: list[Completion] = []
-        self._replies: list[str] = []
-        self._prompts: list[list[str]] = []
-        self._unattached: list[dict[str, Any]] = []
-        self._seen: dict[str, dict[str, str]] = {}
-
-    def reset(self, task: Task) -> None:
-        """Start an episode."""
-        self.task = task
-        self._calls, self._replies, self._unattached, self._prompts = [], [], [], []
-        self._seen = {}
-
-    def episode_messages(self) -> dict[str, dict[str, str]]:
-        """Every message this episode's calls sent, by id."""
-        return dict(self._seen)
-
-    def episode_extra(self) -> dict[str, Any]:
-        """Model calls that produced no action (the last answer of a cut-off episode)."""
-        if self._calls:
-            self._unattached.append(self._meta())
-        return {"llm_unattached": self._unattached} if self._unattached else {}
-
-    def _ask(self, messages: list[Message], stop: list[str] | None = None) -> str:
-        ids = []
-        for message in messages:
-            role, content = str(message["role"]), str(message["content"])
-            mid = message_id(role, content)
-            self._seen.setdefault(mid, {"role": role, "content": content})
-            ids.append(mid)
-        completion = self.client.complete(messages, stop=stop)
-        self._prompts.append(ids)
-        self._calls.append(completion)
-        self._replies.append(completion.text)
-        return completion.text
-
-    def _meta(self, **more: Any) -> dict[str, Any]:
-        calls = self._calls
-        meta: dict[str, Any] = {
-            "calls": len(calls),
-            "prompt_tokens": sum(c.prompt_tokens or 0 for c in calls),
-            "completion_tokens": sum(c.completion_tokens or 0 for c in calls),
-            "latency_s": round(sum(c.latency_s for c in calls), 6),
-            "attempts": sum(c.attempts for c in calls),
-            "reply": self._replies[-1] if self._replies else "",
-            "prompts": list(self._prompts),
-            **more,
-        }
-        if len(self._replies) > 1:
-            meta["replies"] = list(self._replies)
-        if any(c.finish_reason == "length" for c in calls):
-            meta["truncated_reply"] = True
-        self._calls, self._replies, self._prompts = [], [], []
-        return meta
-
-    def _action(self, parsed: Parsed, reply: str, note: str | None = None,
-                **meta: Any) -> Action:
-        info = self._meta(**meta)
-        if parsed.kind == "none":
-            return Action(reply, valid=False, note=note or retry_message(language(self.env)),
-                          meta=info)
-        return Action(parsed.text, submit=parsed.kind == "submit", meta=info)
-
-    def _cut(self, observation: str, chars: int | None = None) -> str:
-        return truncate_observation(observation, chars or self.chars, self.rows)
+from intercode.llm.client import Message
 
 
 class TryAgainPolicy(LlmPolicy):
@@ -222,6 +114,11 @@ class ReactPolicy(LlmPolicy):
                             thought=thought)
 
 
+REFINE_OBSERVATION_CHARS = 250
+MAX_PLAN_STEPS = 20
+PLAN_STEP = re.compile(r"^\s*\d+[.)]\s+(.*?)(?=^\s*\d+[.)]\s|\Z)", re.DOTALL | re.MULTILINE)
+
+
 class PlanSolvePolicy(LlmPolicy):
     """Plan, execute the plan step by step, then repair for ``refine_turns`` turns."""
 
@@ -292,4 +189,6 @@ class PlanSolvePolicy(LlmPolicy):
 
 POLICIES: dict[str, type[LlmPolicy]] = {
     "single-turn": SingleTurnPolicy, "try-again": TryAgainPolicy, "react": ReactPolicy,
-    "plan-solve": PlanSolvePolicy}
+    "plan-solve": PlanSolvePolicy, "tools": ToolsPolicy}
+__all__ = ["OBSERVATION_LIMITS", "POLICIES", "LlmPolicy", "PlanSolvePolicy", "ReactPolicy",
+           "SingleTurnPolicy", "StrategyOptions", "ToolsPolicy", "TryAgainPolicy"]

@@ -112,6 +112,11 @@ def _control(text: str, env: str) -> Parsed | None:
     return None
 
 
+def control_action(text: str, env: str) -> Parsed | None:
+    """``text`` as ``submit`` / ``skip`` if it is one, else ``None``."""
+    return _control(text, env)
+
+
 def parse_code(reply: str, env: str) -> Parsed:
     """The action of a plain (Try Again, single-turn, Plan & Solve) reply."""
     block = first_fenced_block(reply)

@@ -10,6 +10,8 @@ to repair what is still wrong.
 
 from __future__ import annotations
 
+from typing import Any
+
 from intercode.benchmarks import get
 from intercode.benchmarks.spec import Prompting
 
@@ -138,3 +140,78 @@ def refine_system(env: str) -> str:
             "Keep working on it: each turn you see the last output; reply with the next "
             f"{d.language} command only, in this format:\n```{d.language}\nyour {d.language} "
             "code\n```")
+
+
+# -- native tool calling ---------------------------------------------------------------------
+
+DEFAULT_ANSWER = "the answer to hand in"
+
+
+def submits_answer(env: str) -> bool:
+    """Whether the submit tool takes an ``answer`` (a flag, a function name)."""
+    return get(env).parsing.submit_argument
+
+
+def tools(env: str) -> list[dict[str, Any]]:
+    """The Chat Completions ``tools`` of ``env``: ``execute(code)`` and ``submit``."""
+    d = dialect(env)
+    execute: dict[str, Any] = {"type": "function", "function": {
+        "name": "execute",
+        "description": f"Run {d.language} code on the {d.setting} and return its output.",
+        "parameters": {"type": "object", "properties": {"code": {
+            "type": "string", "description": f"the {d.language} code to run"}},
+            "required": ["code"]}}}
+    if submits_answer(env):
+        answer = d.submit_answer or DEFAULT_ANSWER
+        submit: dict[str, Any] = {"type": "function", "function": {
+            "name": "submit", "description": f"Hand in {answer}; a right answer ends the task.",
+            "parameters": {"type": "object", "properties": {"answer": {
+                "type": "string", "description": answer}}, "required": ["answer"]}}}
+    else:
+        submit = {"type": "function", "function": {
+            "name": "submit",
+            "description": "Say that the task is done: the current state is the answer. "
+                           "This ends the task.",
+            "parameters": {"type": "object", "properties": {}}}}
+    return [execute, submit]
+
+
+def tools_system(env: str, show_reward: bool) -> str:
+    """The system message of native tool calling."""
+    d = dialect(env)
+    goal = d.react_goal or f"answer a question by running {d.language} code on a {d.setting}"
+    if submits_answer(env):
+        submit = f"submit(answer) hands in {d.submit_answer or DEFAULT_ANSWER}"
+    else:
+        submit = "submit() says the task is done, the current state being the answer"
+    reward = ("After each execute you also see a reward between 0 and 1 that says how close "
+              "the current state is to the answer; the task ends when it reaches 1.\n"
+              if show_reward else "")
+    note = d.tools_note if d.tools_note is not None else d.try_again_note
+    return (f"Your job is to {goal}. You act only through tools: execute(code) runs "
+            f"{d.language} code on the {d.setting} and returns its output; {submit}. "
+            "Call one tool at a time and look at its result before the next; when you are "
+            "done, call submit.\n" + reward + note)
+
+
+def tools_task(query: str) -> str:
+    """The first user message."""
+    return f"Task: {query}"
+
+
+def tools_result(observation: str, reward: float | None, show_reward: bool) -> str:
+    """A tool message: the output (and the reward, when shown)."""
+    shown = observation if observation.strip() else NO_OUTPUT
+    return f"{shown}\nReward: {_reward(reward)}" if show_reward else shown
+
+
+def no_tool_call(env: str) -> str:
+    """What a reply without a tool call gets."""
+    return ("Your reply called no tool. Act through the tools: call execute with "
+            f"{dialect(env).language} code to run, or submit when you are done.")
+
+
+def too_many_calls(dropped: int, kept: int) -> str:
+    """The note after a reply with more tool calls than are run."""
+    return (f"Only the first {kept} tool calls of a reply are run; the other {dropped} were "
+            "not. Call one tool at a time.")

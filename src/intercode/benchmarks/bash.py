@@ -67,6 +67,7 @@ BENCHMARK = Benchmark(
     prompting=Prompting(language="bash", setting="Bourne Shell",
                         react_examples=REACT_EXAMPLES, plan_examples=PLAN_EXAMPLES),
     dialogue_limit=7,
+    options=frozenset({"gold_cache"}),
     human_prompt="$",
     user_dataset="intercode.datasets.user:load_user_dataset",
     test_dataset="bash-demo",

@@ -89,7 +89,10 @@ BENCHMARK = Benchmark(
         react_submit=("(2) submit[<flag>], which hands in the flag and ends the task if it is "
                       "right"),
         execute_note=" When you have found the flag, reply `submit <flag>`.",
-        react_examples=REACT_EXAMPLES, plan_examples=PLAN_EXAMPLES),
+        react_examples=REACT_EXAMPLES, plan_examples=PLAN_EXAMPLES,
+        submit_answer="the flag you found, of the form picoCTF{...}",
+        tools_note=("Look around first, then dig deeper over several steps; python3 is "
+                    "installed. A wrong flag does not end the task.\n")),
     dialogue_limit=5,
     human_prompt="ctf$",
     gold_action=submit_flag,

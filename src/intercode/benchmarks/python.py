@@ -66,7 +66,10 @@ BENCHMARK = Benchmark(
         react_submit=("(2) submit[<function name>], which hands in that function to be tested "
                       "and ends the task"),
         failed_definition="The function did not pass the tests. Please try again.",
-        react_examples=REACT_EXAMPLES, plan_examples=PLAN_EXAMPLES),
+        react_examples=REACT_EXAMPLES, plan_examples=PLAN_EXAMPLES,
+        submit_answer="the name of the function to test",
+        tools_note=("Define the function the question asks for, with the name it gives, "
+                    "try it, then submit its name; hidden tests check it.\n")),
     dialogue_limit=None,
     human_prompt=">>>",
     multiline_input=True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 import warnings
 from collections.abc import Iterable
 from importlib.metadata import entry_points
@@ -55,9 +56,10 @@ def unregister(name: str) -> None:
         return
     for dataset in benchmark.datasets:
         _DATASETS.pop(dataset, None)
-    import gymnasium as gym
+    if "gymnasium" in sys.modules:
+        import gymnasium as gym
 
-    gym.registry.pop(benchmark.gym_id, None)
+        gym.registry.pop(benchmark.gym_id, None)
 
 
 class EnvCreator:
@@ -92,6 +94,10 @@ class EnvCreator:
 
 
 def _register_gym(benchmark: Benchmark) -> None:
+    """Its Gymnasium id, if Gymnasium is loaded (else :func:`register_gym_ids` does it when
+    Gymnasium is imported: the command line need not load Gymnasium and numpy)."""
+    if "gymnasium" not in sys.modules:
+        return
     import gymnasium as gym
 
     if benchmark.gym_id in gym.registry:
@@ -135,6 +141,9 @@ def register_gym_ids() -> None:
     import gymnasium as gym
 
     _ensure_builtins()
+    for benchmark in list(_REGISTRY.values()):  # those registered before Gymnasium loaded
+        if benchmark.gym_id not in gym.registry:
+            _register_gym(benchmark)
     for ep in entry_points(group=GROUP):
         gym_id = f"intercode/{ep.name}-v0"
         if gym_id not in gym.registry:

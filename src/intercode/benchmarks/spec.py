@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # the settings a benchmark may take from the command line besides the common ones
 OPTIONS = ("sql_backend", "mysql_url", "sql_max_rows", "sql_max_result_rows", "sql_metric",
-           "network", "test_timeout")
+           "network", "test_timeout", "gold_cache")
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class Prompting:
     ``execute_note`` (Plan & Solve execution), ``failed_definition`` (shown instead of
     the output when a definition is scored below 1, as upstream's Python prompt did),
     ``react_examples`` / ``plan_examples`` (worked examples, the paper's structure).
+    Native tool calling (``--agent tools``) reads ``submit_answer`` (what the ``answer``
+    of the submit tool is, e.g. "the flag"; used when ``Parsing.submit_argument``) and
+    ``tools_note`` (extra lines of its system message; ``try_again_note`` if unset).
     """
 
     language: str
@@ -71,6 +74,8 @@ class Prompting:
     failed_definition: str | None = None
     react_examples: str = ""
     plan_examples: str = ""
+    submit_answer: str | None = None
+    tools_note: str | None = None
 
 
 def _gold_code(task: Task) -> str:

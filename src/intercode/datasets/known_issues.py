@@ -45,6 +45,11 @@ def _all() -> dict[tuple[str, int], KnownIssue]:
     return out
 
 
+def issue_of(source: str, source_index: int) -> KnownIssue | None:
+    """The known issue of one task (by its upstream source file and index), if any."""
+    return _all().get((source, source_index))
+
+
 def known_issues(dataset: str, env: str | None = None) -> dict[int, KnownIssue]:
     """Known issues of a dataset's tasks, by task index (``env``: for a task file)."""
     table = _all()

@@ -7,16 +7,20 @@ as long as the environment, and a reset only restores what changed.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import shlex
 from collections.abc import Callable
+from dataclasses import asdict
 from functools import partial
 from typing import Any
 
 from intercode.datasets import BashTask, Dataset, Task
 from intercode.datasets.fsbuild import prepared_fs, script_fs
+from intercode.envs import gold_cache as gold_store
 from intercode.envs import sandbox_state
 from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
+from intercode.envs.gold_cache import GoldCache, GoldResult
 from intercode.envs.info import ActionInfo
 from intercode.envs.snapshot import ExecState
 from intercode.errors import ConfigError, RewardError, SandboxError, SnapshotError
@@ -64,6 +68,10 @@ class BashEnv(IntercodeEnv):
             a fresh ``/bin/bash -c "<action>"`` split by Docker's argument splitting,
             which strips inner double quotes, with ``cd`` emulated. Off by default;
             meant for reproducing recorded results, not for new evaluations.
+        gold_cache: keep the gold's results on disk across runs and reuse them
+            (:mod:`intercode.envs.gold_cache`; never for time-dependent or
+            nondeterministic tasks); ``False`` (or ``INTERCODE_GOLD_CACHE=0``) runs the
+            gold every episode. Not used with a ``sandbox`` factory of your own.
     """
 
     env_name = "bash"
@@ -71,7 +79,7 @@ class BashEnv(IntercodeEnv):
     def __init__(self, dataset: str | Dataset = "nl2bash-fs1", *, limits: Limits | None = None,
                  layout: Layout | None = None, sandbox: SandboxFactory | None = None,
                  backend: str = "bwrap", upstream_quirks: bool = False,
-                 render_mode: str | None = None) -> None:
+                 gold_cache: bool = True, render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
         self.limits = limits or Limits()
         self.layout = layout or Layout()
@@ -84,6 +92,10 @@ class BashEnv(IntercodeEnv):
         self._agent: Sandbox | None = None
         self._gold: Sandbox | None = None
         self._gold_cache: tuple[BashSnapshot, ExecResult] | None = None
+        # the fingerprints of a stored gold result (the gold sandbox then never ran)
+        self._gold_diskd: GoldResult | None = None
+        self._gold_disk = (GoldCache() if sandbox is None and gold_store.enabled(gold_cache)
+                            else None)
         self._workdir = "/"
 
     # -- sandboxes -----------------------------------------------------------------------
@@ -113,6 +125,7 @@ class BashEnv(IntercodeEnv):
         tree = task_fs(task)
         self._sandbox("agent").load(tree)
         self._gold_cache = None
+        self._gold_diskd = None
         self._workdir = "/"
 
     # -- actions -------------------------------------------------------------------------
@@ -171,16 +184,34 @@ class BashEnv(IntercodeEnv):
             agent = BashSnapshot(tuple(agent_box.diff(IGNORED_NAMES)), self.last_observation())
             gold, _ = self._gold_result()
             paths = common_added(agent.changes, gold.changes)
+            stored = self._gold_diskd
+            if paths and stored is not None and paths != sorted(stored.hashes):
+                # stored fingerprints answer only the request they were made by (one
+                # request shares a byte budget): another set of paths runs the gold
+                self._gold_cache = self._gold_diskd = None
+                gold, _ = self._gold_result(use_store=False)
+                paths = common_added(agent.changes, gold.changes)
+                stored = None
             agent_hashes = agent_box.hashes(paths)
-            gold_hashes = self._sandbox("gold").hashes(paths)
+            gold_hashes = (self._sandbox("gold").hashes(paths) if stored is None
+                           else {p: stored.hashes[p] for p in paths})
         except SandboxError as exc:
             raise RewardError(f"could not evaluate task {self.task.index}: {exc}") from exc
         return bash_reward(agent, gold, agent_hashes, gold_hashes)
 
-    def _gold_result(self) -> tuple[BashSnapshot, ExecResult]:
-        """Run the gold command once per episode in the pristine gold sandbox."""
+    def _gold_result(self, use_store: bool = True) -> tuple[BashSnapshot, ExecResult]:
+        """Run the gold command once per episode in the pristine gold sandbox (or take
+        its stored result, see :mod:`intercode.envs.gold_cache`)."""
         if self._gold_cache is None:
             assert isinstance(self.task, BashTask)
+            key = self._gold_key(self.task) if use_store else None
+            stored = None if key is None or self._gold_disk is None \
+                else self._gold_disk.get(key)
+            if stored is not None:
+                self._gold_diskd = stored
+                self._gold_cache = (BashSnapshot(stored.changes, stored.result.observation),
+                                    stored.result)
+                return self._gold_cache
             box = self._sandbox("gold")
             box.load(task_fs(self.task))
             saved = self._workdir
@@ -190,7 +221,41 @@ class BashEnv(IntercodeEnv):
                 self._workdir = saved
             snapshot = BashSnapshot(tuple(box.diff(IGNORED_NAMES)), result.observation)
             self._gold_cache = (snapshot, result)
+            if key is not None:
+                self._store_gold(box, key, snapshot, result)
         return self._gold_cache
+
+    def _gold_key(self, task: BashTask) -> dict[str, Any] | None:
+        """What decides the gold's result (None: not to be stored or reused)."""
+        from intercode import __version__
+        from intercode.datasets.known_issues import issue_of
+
+        if self._gold_disk is None:
+            return None
+        issue = issue_of(task.source, task.source_index)
+        if issue is not None and issue.kind in gold_store.UNCACHEABLE_KINDS:
+            return None
+        return {"task": {"dataset": self.dataset.name, "source": task.source,
+                         "source_index": task.source_index,
+                         "gold_sha256": hashlib.sha256(task.gold.encode()).hexdigest(),
+                         "tree": task_fs(task).id},
+                "rootfs": gold_store.rootfs_identity(self.layout.rootfs),
+                "layout": asdict(self.layout), "limits": asdict(self.limits),
+                "upstream_quirks": self.upstream_quirks, "backend": self.backend,
+                "ignored": list(IGNORED_NAMES), "sandbox_code": gold_store.sandbox_code_digest(),
+                "intercode": __version__}
+
+    def _store_gold(self, box: Sandbox, key: dict[str, Any], snapshot: BashSnapshot,
+                    result: ExecResult) -> None:
+        """Keep a gold result that is a function of its key: not one that timed out, nor
+        one whose fingerprints ran out of their budget (their marker is random)."""
+        if result.timed_out or self._gold_disk is None:
+            return
+        paths = common_added(snapshot.changes, snapshot.changes)
+        hashes = box.hashes(paths)
+        if any("(not hashed:" in h for h in hashes.values()):
+            return
+        self._gold_disk.put(key, GoldResult(result, snapshot.changes, hashes))
 
     # -- snapshots (see envs/sandbox_state.py) -------------------------------------------
 

@@ -16,7 +16,9 @@ class EnvSettings:
     ``mysql_url``, ``sql_max_rows`` (result rows shown), ``sql_max_result_rows`` (rows
     kept for the reward), ``sql_metric`` (``exec_match`` or ``exec_match_nodistinct``:
     the Spider metric reported as ``exec_match``), ``network``, ``test_timeout``
-    (seconds per test statement of the Python benchmark). ``None`` is the environment's own default.
+    (seconds per test statement of the Python benchmark), ``gold_cache`` (Bash: reuse the
+    gold's stored results, see :mod:`intercode.envs.gold_cache`). ``None`` is the
+    environment's own default.
     """
 
     limits: Limits = field(default_factory=Limits)
@@ -28,3 +30,4 @@ class EnvSettings:
     sql_max_result_rows: int | None = None
     test_timeout: float | None = None
     sql_metric: str | None = None
+    gold_cache: bool = True

@@ -187,7 +187,7 @@ class SqlEnv(IntercodeEnv):
             assert isinstance(self.task, SqlTask)
             session = self._session("gold")
             session.reset(self.task.db)
-            self._gold_result = session.execute(self.task.gold)
+            self._gold_result = _finished(session.execute(self.task.gold), "the gold query")
         return self._gold_result
 
     def reward(self) -> SqlReward:
@@ -219,7 +219,8 @@ class SqlEnv(IntercodeEnv):
             if self._gold_nodistinct is None:
                 session = self._session("gold")
                 session.reset(self.task.db)
-                self._gold_nodistinct = session.execute(gold_sql)
+                self._gold_nodistinct = _finished(session.execute(gold_sql),
+                                                  "the gold query without DISTINCT")
             gold = self._gold_nodistinct
         agent = self._last
         if agent_sql != self._last_sql:
@@ -279,3 +280,13 @@ class SqlEnv(IntercodeEnv):
         if self._owns_backend:
             self.backend.close()
         super().close()
+
+
+def _finished(result: QueryResult, what: str) -> QueryResult:
+    """``result``, unless the statement ran out of time: a gold that fails counts as no
+    rows (as in InterCode), but one cut by the clock says nothing about the task (a loaded
+    machine), and scoring against no rows would give an empty answer 1.0."""
+    if result.timed_out:
+        raise RewardError(f"{what} did not finish within the statement time limit; "
+                          "the episode cannot be scored")
+    return result

@@ -6,21 +6,40 @@ malformed answers) are retried with exponential backoff and jitter, honouring
 ``Retry-After``; bad credentials or an unknown model stop the run
 (:class:`~intercode.errors.FatalRunError`) instead of scoring zeros; anything else that
 survives the retries is a :class:`~intercode.errors.ModelError` (the episode is an error).
+
+Reasoning models refuse parameters other models take: OpenAI's o-series and GPT-5 want
+``max_completion_tokens`` instead of ``max_tokens`` and no ``temperature`` (nor ``top_p``,
+``stop``) but the default. For model names of those families the client sends the
+accepted form up front; for any other model, a 400 that names one of those parameters
+makes the client send the request again without it (or renamed) and remember that for
+the rest of the run. What was changed is recorded with each call (``adjusted``).
+
+``stream``: the reply is read as server-sent events (content and tool-call deltas,
+assembled by :mod:`intercode.llm.replies`); no event within the timeout is a time-out
+and a stream cut mid-way is retried like a dropped connection.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import re
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from intercode.errors import ConfigError, FatalRunError, ModelError, ModelRejected
+from intercode.llm.replies import Malformed, Reply, ToolCall, from_response, from_stream
 
-Message = dict[str, str]
+Message = dict[str, Any]
 NO_KEY = "not-needed"  # what local servers get when no key is set
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+# model names (with or without a provider prefix) of OpenAI's reasoning families
+REASONING_FAMILY = re.compile(r"(^|/)(o[1-9]|gpt-5)([-.:_]|$)", re.IGNORECASE)
+# fields of the request the client owns; --extra-body may not replace them
+RESERVED_BODY = frozenset({"model", "messages", "stream", "tools", "n"})
 
 
 @dataclass(frozen=True)
@@ -42,6 +61,9 @@ class ModelConfig:
     retries: int = 6
     backoff: float = 1.0
     backoff_max: float = 60.0
+    reasoning_effort: str | None = None
+    stream: bool = False
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -49,15 +71,46 @@ class ModelConfig:
         if self.timeout <= 0 or self.retries < 0 or self.backoff < 0 or self.max_tokens < 1:
             raise ConfigError("model timeout and max_tokens must be positive, retries and "
                               "backoff not negative")
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ConfigError(f"reasoning effort must be one of {', '.join(REASONING_EFFORTS)}, "
+                              f"not {self.reasoning_effort!r}")
+        if not isinstance(self.extra_body, Mapping):
+            raise ConfigError("extra_body must be a JSON object")
+        reserved = sorted(RESERVED_BODY & set(self.extra_body))
+        if reserved:
+            raise ConfigError(f"--extra-body may not set {', '.join(reserved)} (the client "
+                              "sends them)")
+
+    @property
+    def reasoning_family(self) -> bool:
+        """Whether the model name is one of OpenAI's reasoning families (o1, o3, gpt-5...)."""
+        return REASONING_FAMILY.search(self.model) is not None
 
     def identity(self) -> dict[str, Any]:
         """What decides the answers (a resumed run must keep it; the endpoint may move)."""
-        return {"model": self.model, "temperature": self.temperature,
-                "max_tokens": self.max_tokens, "top_p": self.top_p}
+        identity: dict[str, Any] = {"model": self.model, "temperature": self.temperature,
+                                    "max_tokens": self.max_tokens, "top_p": self.top_p}
+        if self.reasoning_effort is not None:
+            identity["reasoning_effort"] = self.reasoning_effort
+        if self.extra_body:
+            identity["extra_body"] = dict(self.extra_body)
+        return identity
 
     def endpoint(self) -> str:
         """The base URL calls go to."""
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+
+
+def parse_extra_body(text: str) -> dict[str, Any]:
+    """``--extra-body``: a JSON object, or a one-line :class:`ConfigError`."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"--extra-body is not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"--extra-body must be a JSON object such as "
+                          f"'{{\"top_k\": 20}}', not {type(value).__name__}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -70,6 +123,10 @@ class Completion:
     latency_s: float
     attempts: int
     finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning_tokens: int | None = None
+    dropped_calls: int = 0
+    adjusted: tuple[str, ...] = ()
 
 
 class ChatClient:
@@ -86,22 +143,34 @@ class ChatClient:
         if not key and not custom:
             raise FatalRunError(f"no API key: set ${config.api_key_env}, or point --base-url "
                                 "at an OpenAI-compatible server")
+        import httpx
+
         self._openai = openai
+        self._httpx = httpx
         self._client = openai.OpenAI(api_key=key or NO_KEY, base_url=config.base_url,
                                      timeout=config.timeout, max_retries=0)
 
-    def complete(self, messages: Sequence[Message],
-                 stop: Sequence[str] | None = None) -> Completion:
-        """The model's answer to ``messages`` (cut before any of ``stop``)."""
+        # what the server refused, learnt from its 400s (kept for the whole run)
+        self.refused: set[str] = set()
+        if config.reasoning_family:
+            self.refused |= {"max_tokens", "temperature", "top_p"}
+
+    def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None,
+                 tools: Sequence[dict[str, Any]] | None = None) -> Completion:
+        """The model's answer to ``messages`` (cut before any of ``stop``), with ``tools``
+        offered to it."""
         cfg = self.config
         started = time.perf_counter()
         last: Exception | None = None
-        for attempt in range(cfg.retries + 1):
-            if attempt:
+        attempt = sent = 0
+        while attempt <= cfg.retries:
+            if attempt and sent:
                 self._sleep(self._delay(attempt, last))
+            sent = 1
             try:
-                response = self._client.chat.completions.create(**self._request(messages, stop))
-                return self._parse(response, attempt + 1, time.perf_counter() - started)
+                request = self._request(messages, stop, tools)
+                reply = self._call(request)
+                return self._completion(reply, attempt + 1, time.perf_counter() - started)
             except self._openai.AuthenticationError as exc:
                 raise FatalRunError(f"the model server refused the credentials "
                                     f"({cfg.endpoint()}): {_detail(exc)}") from exc
@@ -112,41 +181,79 @@ class ChatClient:
                 raise FatalRunError(f"{cfg.endpoint()} has no model {cfg.model!r} (or is not a "
                                     f"Chat Completions endpoint): {_detail(exc)}") from exc
             except (self._openai.BadRequestError, self._openai.UnprocessableEntityError) as exc:
+                refused = _refused_parameter(exc, request)
+                if refused is not None and refused not in self.refused:
+                    self.refused.add(refused)  # send it again without (not a retry)
+                    sent = 0
+                    continue
                 raise ModelRejected(f"the model server rejected the request: "
                                     f"{_detail(exc)}") from exc
             except (self._openai.APIConnectionError, self._openai.APIStatusError,
-                    self._openai.APIResponseValidationError, _Malformed, ValueError) as exc:
-                last = exc  # 429, 5xx, time-outs, broken answers (bad JSON): try again
+                    self._openai.APIResponseValidationError, Malformed, ValueError,
+                    self._httpx.HTTPError) as exc:
+                last = exc  # 429, 5xx, time-outs, broken answers or streams: try again
             except self._openai.OpenAIError as exc:
                 last = exc
+            attempt += 1
         raise ModelError(f"the model call failed {cfg.retries + 1} times; last error: "
                          f"{_detail(last)}")
 
-    def _request(self, messages: Sequence[Message],
-                 stop: Sequence[str] | None) -> dict[str, Any]:
+    def _call(self, request: dict[str, Any]) -> Reply:
+        if not self.config.stream:
+            return from_response(self._client.chat.completions.create(**request))
+        stream = self._client.chat.completions.create(**request)
+        try:
+            return from_stream(stream)
+        finally:
+            stream.close()
+
+    def _request(self, messages: Sequence[Message], stop: Sequence[str] | None,
+                 tools: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
         cfg = self.config
-        request: dict[str, Any] = {"model": cfg.model, "messages": list(messages),
-                                   "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
-        if stop:
+        refused = self.refused
+        request: dict[str, Any] = {"model": cfg.model, "messages": list(messages)}
+        if "temperature" not in refused:
+            request["temperature"] = cfg.temperature
+        if "max_tokens" in refused:
+            if "max_completion_tokens" not in refused:
+                request["max_completion_tokens"] = cfg.max_tokens
+        else:
+            request["max_tokens"] = cfg.max_tokens
+        if stop and "stop" not in refused:
             request["stop"] = list(stop)[:4]
-        if cfg.top_p is not None:
+        if cfg.top_p is not None and "top_p" not in refused:
             request["top_p"] = cfg.top_p
+        if cfg.reasoning_effort is not None:
+            request["reasoning_effort"] = cfg.reasoning_effort
+        if tools:
+            request["tools"] = list(tools)
+        if cfg.stream:
+            request["stream"] = True
+            if "stream_options" not in refused:
+                request["stream_options"] = {"include_usage": True}
+        if cfg.extra_body:
+            request["extra_body"] = dict(cfg.extra_body)
         return request
 
-    def _parse(self, response: Any, attempts: int, latency: float) -> Completion:
-        choices = getattr(response, "choices", None)
-        if not isinstance(choices, list) or not choices:
-            raise _Malformed(f"an answer without choices: {str(response)[:200]!r}")
-        message = getattr(choices[0], "message", None)
-        content = getattr(message, "content", None)
-        if content is not None and not isinstance(content, str):
-            raise _Malformed(f"an answer whose content is not text: {content!r}"[:300])
-        usage = getattr(response, "usage", None)
-        return Completion(text=content or "",
-                          prompt_tokens=_int(getattr(usage, "prompt_tokens", None)),
-                          completion_tokens=_int(getattr(usage, "completion_tokens", None)),
-                          latency_s=latency, attempts=attempts,
-                          finish_reason=getattr(choices[0], "finish_reason", None))
+    def adjusted(self) -> tuple[str, ...]:
+        """How the requests differ from what the settings say (what the server refused)."""
+        cfg = self.config
+        notes = []
+        if "max_tokens" in self.refused:
+            notes.append("max_tokens sent as max_completion_tokens"
+                         if "max_completion_tokens" not in self.refused
+                         else "max_tokens not sent")
+        notes += [f"{name} not sent" for name in ("temperature", "top_p", "stop",
+                                                  "stream_options")
+                  if name in self.refused and (name != "top_p" or cfg.top_p is not None)]
+        return tuple(notes)
+
+    def _completion(self, reply: Reply, attempts: int, latency: float) -> Completion:
+        return Completion(text=reply.text, prompt_tokens=reply.prompt_tokens,
+                          completion_tokens=reply.completion_tokens, latency_s=latency,
+                          attempts=attempts, finish_reason=reply.finish_reason,
+                          tool_calls=reply.tool_calls, reasoning_tokens=reply.reasoning_tokens,
+                          dropped_calls=reply.dropped_calls, adjusted=self.adjusted())
 
     def _delay(self, attempt: int, error: Exception | None) -> float:
         cfg = self.config
@@ -158,12 +265,33 @@ class ChatClient:
         return wait
 
 
-class _Malformed(Exception):
-    """The server answered 200 with something that is not a chat completion."""
+# parameters a server may refuse, and what the client does instead
+ADAPTABLE = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "stop",
+             "stream_options")
+REFUSAL_WORDS = re.compile(r"\b(unsupported|not supported|does not support|unrecognized|"
+                           r"unknown|not allowed|not permitted|extra inputs)\b", re.I)
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _refused_parameter(error: Exception, request: dict[str, Any]) -> str | None:
+    """The parameter of ``request`` a 400 says the server does not take, if it is one we
+    can leave out or rename. The message must say it is unsupported (a value out of
+    range, "max_tokens is too large", is not: the request stays refused); OpenAI names
+    the parameter in ``param``, other servers only in the message."""
+    body = getattr(error, "body", None)
+    error_body = body.get("error", body) if isinstance(body, dict) else None
+    fields = error_body if isinstance(error_body, dict) else {}
+    message = fields.get("message")
+    text = message if isinstance(message, str) else str(error)
+    if not REFUSAL_WORDS.search(text):
+        return None
+    sent = [name for name in ADAPTABLE if name in request]
+    param = fields.get("param")
+    if isinstance(param, str) and param:
+        return param if param in sent else None
+    named = [name for name in sent if re.search(rf"(?<![A-Za-z_]){name}(?![A-Za-z_])", text)]
+    # "use 'max_completion_tokens' instead" names both: the one to leave out comes first
+    named.sort(key=lambda name: text.find(name))
+    return named[0] if named else None
 
 
 def _retry_after(error: Exception | None) -> float | None:

@@ -8,6 +8,11 @@ code (Try Again, Plan & Solve) or a Thought without an Action (ReAct). To make
 episodes of many turns (reports, benchmarks), ``wander=k`` has Try Again run task i's
 gold only after ``i % (k + 1)`` commands that look around and solve nothing (after
 ``k`` of them for every task with ``spread=False``).
+
+A request that offers tools (``--agent tools``) is answered with tool calls:
+``execute`` with the gold, then ``submit`` with the benchmark's answer (both in one
+reply on every odd task); a gold that is itself a submission (a CTF flag) follows the
+benchmark's warm-up command. A detour is a reply without any tool call.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 
 from intercode.benchmarks import get
 from intercode.datasets import Dataset, Task
-from intercode.llm.scripted_server import Reply
+from intercode.llm.scripted_server import Reply, call
 
 QUERY_PATTERNS = (re.compile(r'^Query: "(.*)"\n', re.DOTALL), re.compile(r"^Question: (.*)$",
                   re.DOTALL), re.compile(r"^Task: (.*)$", re.DOTALL))
@@ -50,6 +55,8 @@ class GoldResponder:
         system = " ".join(m["content"] for m in messages if m.get("role") == "system")
         answers = sum(1 for m in messages if m.get("role") == "assistant")
         detour = self.detour > 0 and task.index % self.detour == 0
+        if request.get("tools"):
+            return self._tools(task, messages, detour and answers == 0)
         if "interleaved Thought" in system:
             return Reply(self._react(task, answers, detour))
         if "carried out the whole plan" in system:
@@ -71,6 +78,24 @@ class GoldResponder:
             return Reply(self._fenced(LOOK_AROUND.get(self.benchmark.prompting.language.lower(),
                                                       "ls")))
         return Reply(self._fenced(self._code(task)))
+
+    def _tools(self, task: Task, messages: list[dict[str, Any]], detour: bool) -> Reply:
+        if detour:
+            return Reply("Let me read the task again before I act.")
+        called = [c.get("function", {}).get("name") for m in messages
+                  if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+        action = self.benchmark.gold_action(task)
+        if action.startswith("submit "):  # the gold is the answer itself (a flag)
+            first = str(self.benchmark.extra.get("gold_warmup") or "")
+            submit = call("submit", {"answer": action.removeprefix("submit ")})
+        else:
+            first = action
+            answer = self.benchmark.gold_submit(task).removeprefix("submit").strip()
+            submit = call("submit", {"answer": answer} if answer else {})
+        if "execute" in called or not first:
+            return Reply(tool_calls=(submit,))
+        execute = call("execute", {"code": first})
+        return Reply(tool_calls=(execute, submit) if task.index % 2 else (execute,))
 
     def _task(self, messages: list[dict[str, Any]]) -> Task | None:
         for message in messages:

@@ -2,8 +2,12 @@
 
 For tests, benchmarks and trying a set-up without a model: the real ``openai`` client
 talks to it over HTTP exactly as to a hosted model. A *responder* turns each request
-into a :class:`Reply`: a text answer, an HTTP error (with headers such as
-``Retry-After``), a slow answer, a malformed body, or a dropped connection.
+into a :class:`Reply`: a text answer, tool calls, an HTTP error (with headers such as
+``Retry-After``), a slow answer, a malformed body, or a dropped connection. A request
+with ``"stream": true`` is answered with server-sent events, as OpenAI streams (content
+and tool-call deltas in small pieces, usage in a last chunk when asked for), which a
+reply can cut mid-way (``cut_after``) or stall (``stall``). :func:`refusing` wraps a
+responder in a server that refuses parameters the way OpenAI's reasoning models do.
 
 >>> with ScriptedChatServer(lambda request: Reply("```bash\\nls\\n```")) as server:
 ...     url = server.url          # http://127.0.0.1:<port>/v1
@@ -11,6 +15,7 @@ into a :class:`Reply`: a text answer, an HTTP error (with headers such as
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import threading
@@ -38,10 +43,58 @@ class Reply:
     raw: bytes | None = None
     delay: float = 0.0
     drop: bool = False
-    finish_reason: str = "stop"
+    finish_reason: str | None = None
+    tool_calls: tuple[tuple[str, str, str], ...] = ()
+    reasoning_tokens: int | None = None
+    cut_after: int | None = None
+    stall: float = 0.0
+
+    @property
+    def finish(self) -> str:
+        """``stop``, or ``tool_calls`` when the reply calls tools (unless set)."""
+        return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
+
+
+def call(name: str, arguments: Any, call_id: str | None = None) -> tuple[str, str, str]:
+    """A tool call of a :class:`Reply` (``arguments``: a dict, sent as JSON, or raw text)."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    digest = hashlib.sha256(f"{name}\0{raw}".encode()).hexdigest()[:12]
+    return (call_id or f"call_{digest}", name, raw)
 
 
 Responder = Callable[[dict[str, Any]], Reply]
+
+# how OpenAI's reasoning models refuse what older models take
+REFUSALS = {
+    "max_tokens": ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                   "Use 'max_completion_tokens' instead.", "unsupported_parameter"),
+    "temperature": ("Unsupported value: 'temperature' does not support 0 with this model. "
+                    "Only the default (1) value is supported.", "unsupported_value"),
+    "top_p": ("Unsupported parameter: 'top_p' is not supported with this model.",
+              "unsupported_parameter"),
+    "stop": ("Unsupported parameter: 'stop' is not supported with this model.",
+             "unsupported_parameter"),
+}
+
+
+def refusing(responder: Responder, params: Iterable[str] = ("max_tokens", "temperature"),
+             with_param: bool = True) -> Responder:
+    """``responder`` behind a 400 for each request that sends one of ``params``, worded
+    as OpenAI's (``with_param=False``: without the ``param`` field, as servers that only
+    say it in the message)."""
+    refused = tuple(params)
+
+    def respond(request: dict[str, Any]) -> Reply:
+        for name in refused:
+            if name in request:
+                message, code = REFUSALS[name]
+                error = {"message": message, "type": "invalid_request_error", "code": code}
+                if with_param:
+                    error["param"] = name
+                return Reply(status=400, body={"error": error})
+        return responder(request)
+
+    return respond
 
 
 def sequence(replies: Iterable[Reply | str]) -> Responder:
@@ -118,6 +171,12 @@ class ScriptedChatServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except (ConnectionResetError, BrokenPipeError):
+                    pass  # the client closed a stream it had read to its end: not an error
+
             def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None,
                       content_type: str = "application/json") -> None:
                 self.send_response(status)
@@ -164,6 +223,8 @@ class ScriptedChatServer:
                     return
                 if reply.raw is not None:
                     self._send(200, reply.raw)
+                elif reply.status == 200 and request.get("stream"):
+                    self._stream(server._chunks(request, reply), reply)
                 elif reply.status != 200:
                     body = reply.body if reply.body is not None else {
                         "error": {"message": f"scripted error {reply.status}", "type": "server"}}
@@ -172,18 +233,78 @@ class ScriptedChatServer:
                     self._send(200, json.dumps(server._completion(request, reply)).encode(),
                                reply.headers)
 
+            def _stream(self, chunks: list[dict[str, Any]], reply: Reply) -> None:
+                """Server-sent events, chunked; cut after ``cut_after`` events, or stalled
+                for ``stall`` seconds after the first."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                events = [b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks]
+                events.append(b"data: [DONE]\n\n")
+                try:
+                    for i, event in enumerate(events):
+                        if reply.cut_after is not None and i >= reply.cut_after:
+                            self.close_connection = True
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                            return
+                        if i == 1 and reply.stall:
+                            time.sleep(reply.stall)
+                        self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:  # the client gave up (a stalled stream timed out)
+                    self.close_connection = True
+
         return Handler
 
-    def _completion(self, request: dict[str, Any], reply: Reply) -> dict[str, Any]:
-        text = reply.text or ""
+    def _usage(self, request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        out = (reply.text or "") + "".join(c[2] for c in reply.tool_calls)
         prompt = sum(_tokens(str(m.get("content", ""))) for m in request.get("messages", []))
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": _tokens(out),
+                                 "total_tokens": prompt + _tokens(out)}
+        if reply.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+        return usage
+
+    def _completion(self, request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, name, args in reply.tool_calls]
+        elif reply.text is None:
+            message["content"] = ""
         return {
             "id": f"chatcmpl-scripted-{len(self.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.get("model", self.model),
-            "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": _tokens(text),
-                      "total_tokens": prompt + _tokens(text)},
+            "choices": [{"index": 0, "finish_reason": reply.finish, "message": message}],
+            "usage": self._usage(request, reply),
         }
+
+    def _chunks(self, request: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
+        """The reply as ``chat.completion.chunk`` objects: the text in pieces of 7
+        characters, each tool call's arguments in pieces of 5, the usage last."""
+        base = {"id": f"chatcmpl-scripted-{len(self.requests)}",
+                "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": request.get("model", self.model)}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        text = reply.text or ""
+        chunks += [chunk({"content": text[i:i + 7]}) for i in range(0, len(text), 7)]
+        for index, (cid, name, args) in enumerate(reply.tool_calls):
+            chunks.append(chunk({"tool_calls": [{"index": index, "id": cid, "type": "function",
+                                                 "function": {"name": name,
+                                                              "arguments": ""}}]}))
+            chunks += [chunk({"tool_calls": [{"index": index,
+                                              "function": {"arguments": args[i:i + 5]}}]})
+                       for i in range(0, len(args), 5)]
+        chunks.append(chunk({}, reply.finish))
+        if (request.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": self._usage(request, reply)})
+        return chunks

@@ -18,7 +18,7 @@ from typing import Any
 from intercode.errors import ConfigError
 from intercode.runner.logs import ResultsLog, latest_by_task
 from intercode.runner.messages import FILE_NAME as MESSAGES_FILE
-from intercode.runner.messages import read_messages
+from intercode.runner.messages import read_messages, readable
 from intercode.runner.summary import summarize
 
 UPSTREAM_ENVS = {"ic_bash": "bash", "ic_sql": "sql", "ic_python": "python", "ic_ctf": "ctf"}
@@ -140,7 +140,7 @@ def _from_folder(folder: Path, label: str | None, results: Path | None = None) -
             for mid, m in own.items():
                 if isinstance(m, dict) and isinstance(m.get("content"), str):
                     messages.setdefault(mid, {"role": str(m.get("role")),
-                                              "content": m["content"]})
+                                              "content": readable(m)})
     return Run(path=folder, label=label or folder.name, kind="intercode", config=config,
                records=records, requested=requested, messages=messages, notes=notes)
 

@@ -53,8 +53,11 @@ def headline_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     if llm:
         mean = llm.get("mean_latency_s")
         per_call = f" ({mean:.2f} s a call)" if mean is not None else ""
+        reasoning = llm.get("reasoning_tokens")
+        of_which = (f" ({reasoning:,} of them reasoning)"
+                    if isinstance(reasoning, int) and not isinstance(reasoning, bool) else "")
         rows.append(("model", f"{llm['calls']:,} calls, {llm['prompt_tokens']:,} prompt + "
-                              f"{llm['completion_tokens']:,} completion tokens, "
+                              f"{llm['completion_tokens']:,} completion tokens{of_which}, "
                               f"{llm['latency_s']:.1f} s waiting{per_call}"))
     if summary.get("known_issues"):
         known = summary["known_issues"]

@@ -61,8 +61,11 @@ def _yes(value: Any) -> str:
 def _llm_line(llm: dict[str, Any]) -> str:
     calls = llm.get("calls") or 0
     latency = llm.get("latency_s")
+    reasoning = llm.get("reasoning_tokens")
     return (f"{calls} call{'s' if calls != 1 else ''}, {llm.get('prompt_tokens') or 0:,} "
             f"prompt + {llm.get('completion_tokens') or 0:,} completion tokens"
+            + (f" ({reasoning:,} reasoning)" if isinstance(reasoning, int)
+               and not isinstance(reasoning, bool) else "")
             + (f", {latency:.2f} s" if isinstance(latency, int | float) else ""))
 
 

@@ -124,8 +124,15 @@ def llm_totals(turns: list[Turn], extra: dict[str, Any]) -> dict[str, Any] | Non
                              "latency_s": 0.0}
     for part in parts:
         for key in total:
-            total[key] += part.get(key) or 0
+            total[key] += _number(part.get(key))
+    reasoning = [p["reasoning_tokens"] for p in parts if "reasoning_tokens" in p]
+    if reasoning:  # reasoning tokens are part of the completion tokens
+        total["reasoning_tokens"] = sum(_number(r) for r in reasoning)
     return total
+
+
+def _number(value: Any) -> float:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
 def _next_action(policy: Policy, observation: str, feedback: float | None,

@@ -18,7 +18,7 @@ from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_ma
 OnRecord = Callable[[dict[str, Any]], None]
 
 # RunAborted lives in intercode.errors; it stays importable from here
-__all__ = ["InlineExecutor", "LocalExecutor", "OnRecord", "RunAborted"]
+__all__ = ["InlineExecutor", "LocalExecutor", "OnRecord", "RunAborted", "error_record"]
 
 
 @dataclass
@@ -149,7 +149,12 @@ class InlineExecutor:
 
 
 def _died(spec: WorkerSpec, task: int, wid: int, code: int | None) -> dict[str, Any]:
+    return error_record(spec, task, wid,
+                        f"the worker process died (exit code {code}) during this episode")
+
+
+def error_record(spec: WorkerSpec, task: int, wid: int, error: str) -> dict[str, Any]:
+    """The record of an episode whose worker was lost (an infrastructure error)."""
     return {"schema": 1, "env": spec.env, "dataset": spec.dataset, "task": task,
             "agent": spec.agent, "status": "error", "reward": None, "success": None,
-            "turns": [], "worker": wid,
-            "error": f"the worker process died (exit code {code}) during this episode"}
+            "turns": [], "worker": wid, "error": error}

@@ -11,6 +11,11 @@ The runner moves each episode's table into the run's ``messages.jsonl`` (one
 episode's record, so every id a record names is on disk before the record is), and the
 record line keeps only the ids. A record written by :func:`run_episode` outside the
 runner keeps its own table in ``messages``.
+
+Native tool calling (``--agent tools``) adds two optional fields, stored and hashed only
+when present: an assistant message's ``tool_calls`` (``[{"id", "name", "arguments"}]``)
+and a tool message's ``tool_call_id``. :func:`readable` renders them into the text the
+report and transcript show.
 """
 
 from __future__ import annotations
@@ -26,11 +31,47 @@ from intercode.runner.logs import ResultsLog, encode_json
 FILE_NAME = "messages.jsonl"
 
 
-def message_id(role: str, content: str) -> str:
-    """The id of a message: 16 hex digits of a SHA-256 of its role and content."""
+TOOL_FIELDS = ("tool_calls", "tool_call_id")
+
+
+def message_id(role: str, content: str, extra: dict[str, Any] | None = None) -> str:
+    """The id of a message: 16 hex digits of a SHA-256 of its role and content (and of
+    its tool fields, ``extra``, when it has any)."""
     digest = hashlib.sha256(role.encode("utf-8", "surrogatepass") + b"\0"
                             + content.encode("utf-8", "surrogatepass"))
+    if extra:
+        digest.update(b"\0" + json.dumps(extra, sort_keys=True).encode("utf-8",
+                                                                        "surrogatepass"))
     return digest.hexdigest()[:16]
+
+
+def stored(message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A sent message as the table keeps it (tool calls flattened to id, name,
+    arguments), and its id."""
+    role, content = str(message.get("role")), str(message.get("content") or "")
+    kept: dict[str, Any] = {"role": role, "content": content}
+    extra: dict[str, Any] = {}
+    calls = message.get("tool_calls")
+    if calls:
+        extra["tool_calls"] = [{"id": c["id"], "name": c["function"]["name"],
+                                "arguments": c["function"]["arguments"]} for c in calls]
+    if message.get("tool_call_id") is not None:
+        extra["tool_call_id"] = str(message["tool_call_id"])
+    kept.update(extra)
+    return message_id(role, content, extra), kept
+
+
+def readable(message: dict[str, Any]) -> str:
+    """A message's text with its tool calls (or the call it answers) written out."""
+    text = str(message.get("content") or "")
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        lines = [f"[tool call {c.get('name')!s} id={c.get('id')!s}] {c.get('arguments')!s}"
+                 for c in calls if isinstance(c, dict)]
+        text = "\n".join(([text] if text else []) + lines)
+    if message.get("tool_call_id") is not None:
+        text = f"[result of {message['tool_call_id']!s}] {text}"
+    return text
 
 
 class MessageTable:
@@ -56,8 +97,9 @@ class MessageTable:
         for mid, message in table.items():
             if mid in self.known or not isinstance(message, dict):
                 continue
-            lines.append(encode_json({"id": mid, "role": message.get("role"),
-                                      "content": message.get("content")}) + b"\n")
+            line = {"id": mid, "role": message.get("role"), "content": message.get("content")}
+            line.update({k: message[k] for k in TOOL_FIELDS if k in message})
+            lines.append(encode_json(line) + b"\n")
             self.known.add(mid)
         if lines:
             if self._fh is None:
@@ -77,7 +119,8 @@ class MessageTable:
 
 def read_messages(path: Path) -> dict[str, dict[str, str]]:
     """The messages of a ``messages.jsonl`` (an absent file has none; lines that are
-    not messages, a torn last line among them, are skipped)."""
+    not messages, a torn last line among them, are skipped), their tool fields written
+    into the content (:func:`readable`)."""
     out: dict[str, dict[str, str]] = {}
     try:
         fh = path.open("r", encoding="utf-8", errors="replace")
@@ -93,5 +136,5 @@ def read_messages(path: Path) -> dict[str, dict[str, str]]:
                 continue
             if (isinstance(obj, dict) and isinstance(obj.get("id"), str)
                     and isinstance(obj.get("content"), str)):
-                out[obj["id"]] = {"role": str(obj.get("role")), "content": obj["content"]}
+                out[obj["id"]] = {"role": str(obj.get("role")), "content": readable(obj)}
     return out

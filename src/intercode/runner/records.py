@@ -67,7 +67,7 @@ class EpisodeRecord:
     llm: dict[str, Any] | None = None
     agent_fault: str | None = None
     stop_reason: str | None = None
-    messages: dict[str, dict[str, str]] | None = None
+    messages: dict[str, dict[str, Any]] | None = None
     schema: int = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import intercode
 from intercode.agents.llm import POLICIES, StrategyOptions
+from intercode.agents.names import DEFAULT_TURNS
 from intercode.agents.replay import load_trajectories
 from intercode.benchmarks import get
 from intercode.datasets import Dataset, load_dataset
@@ -55,6 +56,12 @@ class RunConfig:
     resume: bool = False
     model: ModelConfig | None = None
     strategy: StrategyOptions = field(default_factory=StrategyOptions)
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_actor_cpus: float | None = None
+
+
+EXECUTORS = ("local", "ray")
 
 
 def run_config(**fields: Any) -> RunConfig:
@@ -103,11 +110,16 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
 
     The output folder is locked for the whole run: a second run on it is refused.
     """
+    if cfg.max_turns is None and cfg.agent in DEFAULT_TURNS:
+        # a model that never submits must not play forever (the command line always sets
+        # a limit; the Python API may leave it out)
+        cfg = dataclasses.replace(cfg, max_turns=DEFAULT_TURNS[cfg.agent])
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
     backend = get(cfg.env).sandbox
-    if backend is not None:
+    if backend is not None and cfg.executor == "local":
         preflight(backend)  # no bwrap: one line, and no run folder left behind
+    # (on Ray, each actor checks its own node as it starts)
     with RunFolder(cfg.output):
         return _run(cfg, dataset, tasks, progress)
 
@@ -118,6 +130,7 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
         raise ConfigError(f"dataset {cfg.dataset!r} belongs to the {dataset.env} environment")
     if cfg.workers < 1:
         raise ConfigError(f"workers must be at least 1, got {cfg.workers}")
+    _check_executor(cfg)
     if cfg.max_turns is not None and cfg.max_turns < 1:
         raise ConfigError(f"the turn limit must be at least 1, got {cfg.max_turns}")
     if cfg.tasks is None:
@@ -133,10 +146,29 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
     if cfg.agent in POLICIES:
         if cfg.model is None:
             raise ConfigError(f"--agent {cfg.agent} needs a model (--model)")
-        ChatClient(cfg.model)  # no key, no endpoint: fail now, not in every worker
+        # no key, no endpoint, an option the strategy refuses: fail now, not in every worker
+        POLICIES[cfg.agent](cfg.env, ChatClient(cfg.model), cfg.strategy)
     if cfg.agent == "replay":
         tasks = replay_tasks(cfg.trajectories, tasks, cfg.tasks is not None, len(dataset))
     return tasks
+
+
+def _check_executor(cfg: RunConfig) -> None:
+    if cfg.executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {cfg.executor!r} (known: {', '.join(EXECUTORS)})")
+    if cfg.executor != "ray":
+        for flag, given in (("--ray-address", cfg.ray_address),
+                            ("--ray-actor-cpus", cfg.ray_actor_cpus)):
+            if given is not None:
+                raise ConfigError(f"{flag} applies only to --executor ray")
+        return
+    if cfg.agent == "human":
+        raise ConfigError("--agent human plays at this terminal: not with --executor ray")
+    from intercode.ray.cluster import check_address, refuse_network, require_ray
+
+    refuse_network(cfg.settings.network)
+    check_address(cfg.ray_address)
+    require_ray()  # the extra is missing: one line before anything is written
 
 
 def replay_tasks(path: str | None, tasks: tuple[int, ...], chosen: bool,
@@ -196,6 +228,11 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
     try:
         if cfg.agent == "human":  # a person at this terminal: one episode at a time, here
             InlineExecutor(spec).run(todo, on_record)
+        elif cfg.executor == "ray":
+            from intercode.runner.ray_executor import RayExecutor
+
+            RayExecutor(spec, cfg.workers, cfg.ray_address,
+                        cpus=cfg.ray_actor_cpus or 1.0).run(todo, on_record)
         else:
             LocalExecutor(spec, cfg.workers).run(todo, on_record)
     finally:
@@ -257,6 +294,8 @@ def _config_record(cfg: RunConfig, revision: str, tasks: tuple[int, ...]) -> dic
     data["schema"] = SCHEMA
     data["created_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     data.pop("resume")
+    if not cfg.strategy.show_reward:  # runs from before it existed stay resumable
+        data["strategy"].pop("show_reward")
     data["mysql_url"] = redact_url(cfg.settings.mysql_url)
     data["model_identity"] = None
     if cfg.model is not None:

@@ -114,6 +114,8 @@ def _llm_totals(records: Any) -> dict[str, Any] | None:
     total = {key: sum(c.get(key) or 0 for c in calls)
              for key in ("calls", "prompt_tokens", "completion_tokens", "latency_s")}
     total["mean_latency_s"] = total["latency_s"] / total["calls"] if total["calls"] else None
+    if any("reasoning_tokens" in c for c in calls):
+        total["reasoning_tokens"] = sum(c.get("reasoning_tokens") or 0 for c in calls)
     return total
 
 

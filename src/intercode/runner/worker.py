@@ -12,6 +12,7 @@ from typing import Any
 from intercode.agents import GoldPolicy, ReplayPolicy, load_trajectories
 from intercode.agents.base import Policy
 from intercode.agents.llm import POLICIES, StrategyOptions
+from intercode.agents.names import AGENTS
 from intercode.envs.base import IntercodeEnv
 from intercode.envs.factory import make_env as create_env_from
 from intercode.envs.settings import EnvSettings
@@ -36,7 +37,6 @@ class WorkerSpec:
 
 
 PR_SET_PDEATHSIG = 1
-AGENTS = ("gold", "replay", "human", *POLICIES)
 
 
 def make_env(spec: WorkerSpec) -> IntercodeEnv:

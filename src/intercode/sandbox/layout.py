@@ -27,6 +27,16 @@ SKELETON_DIRS: tuple[tuple[str, int], ...] = (
 )
 TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 SCRATCH_MOUNTS = ("dev/shm",)
+# What a Docker container masks in /proc (moby's default `MaskedPaths`): host kernel state
+# a sandbox has no use for (kernel memory, the kernel's keys, timers and scheduler of every
+# host process, hardware). Files get /dev/null bound over them (empty; writes go nowhere),
+# directories an empty read-only tmpfs. Only those the kernel has are masked (a bind needs
+# a target).
+# Docker's read-only paths (/proc/sys, sysrq-trigger, irq, bus) are bwrap's own: it covers
+# them read-only when writable; /sys (with /sys/firmware) is not mounted at all.
+MASKED_PROC_FILES = ("interrupts", "kcore", "keys", "latency_stats", "sched_debug",
+                     "timer_list", "timer_stats")
+MASKED_PROC_DIRS = ("acpi", "asound", "scsi")
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -110,7 +120,7 @@ class Layout:
         args += ["--ro-bind", str(root / "etc"), "/etc"]
         for name, fd in sorted(etc_fds.items()):
             args += ["--ro-bind-data", str(fd), f"/etc/{name}"]
-        args += ["--proc", "/proc", "--dev", "/dev",
+        args += ["--proc", "/proc", *masked_proc_args(), "--dev", "/dev",
                  "--size", str(limits.shm), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         return args
 
@@ -122,3 +132,20 @@ class Layout:
             if target.is_file() and not target.is_symlink():
                 found[name] = data
         return found
+
+
+def masked_proc_args(proc: Path = Path("/proc")) -> list[str]:
+    """bubblewrap arguments masking :data:`MASKED_PROC_FILES` and :data:`MASKED_PROC_DIRS`
+    (those present in the host's ``proc``: the sandbox's is another view of the same
+    kernel)."""
+    args = []
+    for name in MASKED_PROC_FILES:
+        if (proc / name).is_file():
+            # --dev-bind: a read-only remount would add nodev, and /dev/null could not be
+            # opened; writes to it go nowhere
+            args += ["--dev-bind", "/dev/null", f"/proc/{name}"]
+    for name in MASKED_PROC_DIRS:
+        if (proc / name).is_dir():
+            args += ["--size", "4096", "--tmpfs", f"/proc/{name}", "--remount-ro",
+                     f"/proc/{name}"]
+    return args

@@ -20,8 +20,8 @@ from intercode.sql.qualify import database_parts
 from intercode.sql.results import QueryResult
 from intercode.sql.schema import show_columns, show_create_table
 
-__all__ = ["COMMANDS", "Meta", "create_table", "describe", "find_table", "like_to_regex",
-           "map_qualified", "parse_meta", "register_functions",
+__all__ = ["COMMANDS", "Meta", "create_table", "describe", "find_table", "like_match",
+           "like_pattern", "like_sql", "map_qualified", "parse_meta", "register_functions",
            "table_names"]
 
 _IDENT = r"`?([A-Za-z0-9_$]+)`?"
@@ -56,27 +56,88 @@ def parse_meta(sql: str) -> Meta | None:
     return None
 
 
-def like_to_regex(pattern: str) -> re.Pattern[str]:
-    """A MySQL ``LIKE`` pattern as a case-insensitive regex (``\\`` escapes, as in MySQL)."""
-    out = []
+_ANY, _ONE = object(), object()  # the wildcards % and _ of a parsed LIKE pattern
+
+
+def like_pattern(pattern: str, fold: bool = True) -> list[object]:
+    """A MySQL ``LIKE`` pattern as a list of ``_ANY``, ``_ONE`` and literal characters,
+    lower-cased if ``fold`` (``\\`` escapes, as in MySQL; a trailing one stands for
+    itself); runs of ``%`` are one ``_ANY``."""
+    out: list[object] = []
     escaped = False
     for c in pattern:
+        c = c.lower() if fold else c
         if escaped:
-            out.append(re.escape(c))
+            out.extend(c)
             escaped = False
         elif c == "\\":
             escaped = True
+        elif c == "%":
+            if not out or out[-1] is not _ANY:
+                out.append(_ANY)
         else:
-            out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
-    if escaped:  # a trailing backslash stands for itself
-        out.append(re.escape("\\"))
-    return re.compile("^" + "".join(out) + "$", re.I | re.S)
+            out.extend([_ONE] if c == "_" else c)
+    if escaped:
+        out.append("\\")
+    return out
 
 
-def table_names(conn: sqlite3.Connection) -> list[str]:
-    """Tables of the current database, lower-cased and sorted as MySQL shows them."""
-    rows = conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table' "
-                        "AND name NOT LIKE 'sqlite_%'").fetchall()
+def like_match(pattern: str | list[object], text: str) -> bool:
+    """Whether ``text`` matches a MySQL ``LIKE`` pattern, ignoring case.
+
+    No regular expression: a backtracking one for ``'%%…%x'`` had not ended after five
+    minutes of host time. Greedy matching with one backtrack point, in at most
+    ``len(text) * len(pattern)`` steps; at once when the pattern needs more characters
+    than ``text`` has (so the pattern is at most ``2 * len(text) + 1`` long by then).
+    """
+    toks = like_pattern(pattern) if isinstance(pattern, str) else pattern
+    text = text.lower()
+    if sum(1 for t in toks if t is not _ANY) > len(text):
+        return False
+    p = s = 0
+    star, mark = -1, 0
+    while s < len(text):
+        if p < len(toks) and toks[p] is _ANY:
+            star, mark = p, s
+            p += 1
+        elif p < len(toks) and (toks[p] is _ONE or toks[p] == text[s]):
+            p += 1
+            s += 1
+        elif star >= 0:
+            mark += 1
+            p, s = star + 1, mark
+        else:
+            return False
+    while p < len(toks) and toks[p] is _ANY:
+        p += 1
+    return p == len(toks)
+
+
+def like_sql(pattern: str) -> str:
+    """The pattern for SQLite's ``LIKE … ESCAPE '\\'`` that matches what MySQL's does
+    (SQLite's ``LIKE`` ignores the case of ASCII letters itself)."""
+    out = []
+    for t in like_pattern(pattern, fold=False):
+        if t is _ANY:
+            out.append("%")
+        elif t is _ONE:
+            out.append("_")
+        else:
+            out.append("\\" + str(t) if t in ("%", "_", "\\") else str(t))
+    return "".join(out)
+
+
+def table_names(conn: sqlite3.Connection, like: str | None = None) -> list[str]:
+    """Tables of the current database, lower-cased and sorted as MySQL shows them;
+    ``like``: only those matching that MySQL ``LIKE`` pattern (matched by the engine, which
+    runs in the agent's sandbox: the names are the agent's)."""
+    sql = ("SELECT name FROM main.sqlite_master WHERE type = 'table' "
+           "AND name NOT LIKE 'sqlite_%'")
+    if like is None:
+        rows = conn.execute(sql).fetchall()
+    else:
+        rows = conn.execute(sql + " AND name LIKE ? ESCAPE '\\'",
+                            (like_sql(like),)).fetchall()
     return sorted(r[0].lower() for r in rows)
 
 

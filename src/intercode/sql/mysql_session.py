@@ -24,21 +24,40 @@ if TYPE_CHECKING:
 
 READ = {"SELECT", "SHOW", "DESC", "DESCRIBE", "EXPLAIN", "HELP", "WITH", "VALUES", "TABLE"}
 DML = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
-_FIRST_WORD = re.compile(r"^(?:\s|/\*.*?\*/|--[^\n]*\n|#[^\n]*\n|\()*([A-Za-z]+)", re.S)
+# a comment cannot reach past its first */, and nothing is given back once skipped: a lazy
+# /\*.*?\*/ in a backtracking loop took 2^n steps for '/**/' * n + '1' (the host hung)
+_FIRST_WORD = re.compile(r"^(?:\s|/\*(?:[^*]|\*(?!/))*\*/|--[^\n]*\n|#[^\n]*\n|\()*+([A-Za-z]+)")
 TIMEOUT_ERRORS = {1969, 3024, 1317}  # MariaDB / MySQL statement time limit, interrupted
 LOST = {2013, 2006, 2014, 0}  # lost connection (client-side timeout), out of sync
 MAX_ERROR_CHARS = 1000
+BAD_DATABASE = 1049  # ER_BAD_DB_ERROR: Unknown database
+_EXECUTABLE_COMMENT = re.compile(r"/\*M?!", re.I)
 
 
 def statement_kind(sql: str) -> str:
-    """``read``, ``dml`` (rolled back at reset) or ``other`` (may commit: redo the copy)."""
+    """``read``, ``dml`` (rolled back at reset) or ``other`` (may commit or leave session
+    state: redo the copy, start a fresh connection).
+
+    The server executes what stands in ``/*! ... */`` and ``/*M! ... */`` comments
+    (``/*!CREATE OR REPLACE TABLE city*/ SELECT 1`` is a ``CREATE``), so a statement
+    with one is ``other``; so is a read or a write that sets a user variable
+    (``SELECT @a := 1``) or takes a user lock (``GET_LOCK``), which a rollback keeps.
+    """
+    if _EXECUTABLE_COMMENT.search(sql):
+        return "other"
     m = _FIRST_WORD.match(sql)
     word = m.group(1).upper() if m else ""
-    if word in READ:
-        return "read"
-    if word in DML:
-        return "dml"
-    return "other"
+    if word not in READ and word not in DML:
+        return "other"
+    if _keeps_session_state(sql):
+        return "other"
+    return "read" if word in READ else "dml"
+
+
+def _keeps_session_state(sql: str) -> bool:
+    """Whether ``sql`` may set a user variable or take a user lock. Read on the raw text:
+    the server's comments are not the tokeniser's (``SELECT --@a:=5`` sets ``@a``)."""
+    return "@" in sql or "get_lock" in sql.lower()
 
 
 class MysqlSession(SqlSession):
@@ -156,8 +175,16 @@ class MysqlSession(SqlSession):
             side.close()
 
     def _use(self, name: str) -> None:
+        """Select the copy of ``name``; one the agent dropped (``DROP DATABASE`` on its
+        own copy, which its grants allow) is made again rather than failing the step."""
         physical = self._physical(name)
-        self.conn.select_db(physical)
+        try:
+            self.conn.select_db(physical)
+        except self.backend._pymysql.err.OperationalError as exc:
+            if (exc.args[0] if exc.args else 0) != BAD_DATABASE:
+                raise
+            self._dirty.add(name)
+            self.conn.select_db(self._physical(name, fresh=True))
         self.conn.begin()
         self.current_db = name
         self._names = {self.backend.copy_name(self.sid, n): n for n in self._copies}
@@ -172,6 +199,11 @@ class MysqlSession(SqlSession):
         """Run one statement on the server (names mapped both ways)."""
         if not self.current_db:
             return QueryResult(error="No database selected")
+        try:
+            sql.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: the driver cannot send it
+            return QueryResult(error=f"the statement is not valid Unicode: {exc.reason} at "
+                                     f"character {exc.start}")
         meta = compat.parse_meta(sql)
         if meta is not None and meta.kind == "use":
             target = self._canonical(meta.args[0] or "")
@@ -182,8 +214,8 @@ class MysqlSession(SqlSession):
         if meta is not None and meta.kind == "databases":
             names = ["information_schema", *self.backend.store.names()]
             if meta.args[0] is not None:
-                rx = compat.like_to_regex(meta.args[0])
-                names = [n for n in names if rx.match(n)]
+                pattern = compat.like_pattern(meta.args[0])
+                names = [n for n in names if compat.like_match(pattern, n)]
             return QueryResult(rows=[(n,) for n in names])
         kind = statement_kind(sql)
         physical = self._to_physical(sql)

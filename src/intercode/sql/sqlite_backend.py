@@ -142,8 +142,8 @@ class SqliteSessionBase(SqlSession):
         if meta.kind == "databases":
             names = ["information_schema", *self.store.names()]
             if meta.args[0] is not None:
-                rx = compat.like_to_regex(meta.args[0])
-                names = [n for n in names if rx.match(n)]
+                pattern = compat.like_pattern(meta.args[0])
+                names = [n for n in names if compat.like_match(pattern, n)]
             return QueryResult(rows=[(n,) for n in names])
         if meta.kind == "tables":
             return self._tables(full=bool(meta.args[0]), other=meta.args[1], like=meta.args[2])
@@ -156,9 +156,7 @@ class SqliteSessionBase(SqlSession):
 
     def _tables(self, full: bool, other: str | None, like: str | None) -> QueryResult:
         def listing(conn: Any, _db: object, _name: str) -> QueryResult:
-            names = compat.table_names(conn)
-            if like is not None:
-                names = [n for n in names if compat.like_to_regex(like).match(n)]
+            names = compat.table_names(conn, like)
             return QueryResult(rows=[(n, "BASE TABLE") if full else (n,) for n in names])
         return self._in_db(other, listing)
 

@@ -1,0 +1,8 @@
+"""The agents' names, for the command line (which must not import the agents to list them)."""
+
+# the LLM strategies (agents.llm.POLICIES has one class for each, in this order)
+STRATEGIES = ("single-turn", "try-again", "react", "plan-solve", "tools")
+AGENTS = ("gold", "replay", "human", *STRATEGIES)
+# the turn limit of an LLM strategy when none is given (the paper's; plan-solve's plan
+# bounds itself)
+DEFAULT_TURNS = {"single-turn": 1, "try-again": 10, "react": 10, "tools": 10}

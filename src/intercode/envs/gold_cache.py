@@ -1,0 +1,212 @@
+"""The Bash gold's results, kept on disk across runs (issue 18 item 9).
+
+What the gold command leaves (its output, its changes to the file system, the fingerprints
+of the files it added) is a function of the task and of the pristine sandbox it runs in.
+An entry is keyed by everything that decides it: the task (dataset, source, gold command,
+the digest of its file system), the root file system's identity, the sandbox's limits and
+layout, the action mode (upstream quirks), the backend and the in-sandbox code that runs
+and fingerprints it. It is never used for a task the known issues list as time-dependent,
+nondeterministic, host-dependent or needing the network, nor kept when the gold timed out
+or its fingerprints ran out of budget.
+
+Trust: entries live in the user cache (``INTERCODE_CACHE``/gold, a directory of the host
+user, mode 0700), which no sandbox mounts. An entry is read only if it is a regular file
+owned by this user and writable by nobody else, names the same key, and its checksum and
+fields check out; anything else is ignored (and recomputed), never trusted. The opt-out is
+``gold_cache=False`` (``--no-gold-cache``, or ``INTERCODE_GOLD_CACHE=0``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import stat
+import tempfile
+from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from intercode.sandbox.base import Change, ExecResult
+
+log = logging.getLogger(__name__)
+FORMAT = 1
+# known-issue kinds whose gold result is not a function of the task and the root fs
+UNCACHEABLE_KINDS = frozenset({"time_dependent", "nondeterministic", "host_dependent",
+                               "network"})
+_EXEC_TYPES: dict[str, tuple[type, ...]] = {
+    "output": (str,), "exit_code": (int, type(None)), "timed_out": (bool,),
+    "output_bytes": (int,), "output_truncated": (bool,), "shell_restarted": (bool,),
+    "notes": (list,), "cwd": (str,), "reply": (str, type(None))}
+
+
+def enabled(requested: bool = True) -> bool:
+    """Whether the cache is used: asked for, and not turned off by ``INTERCODE_GOLD_CACHE=0``."""
+    return requested and os.environ.get("INTERCODE_GOLD_CACHE", "1").strip() not in ("0", "")
+
+
+@dataclass(frozen=True)
+class GoldResult:
+    """The gold's run: its result, its changes and the fingerprint of every added path."""
+
+    result: ExecResult
+    changes: tuple[Change, ...]
+    hashes: dict[str, str]
+
+
+def cache_root() -> Path:
+    """Where entries live (under the user cache of intercode)."""
+    from intercode.datasets.fetch import cache_dir
+
+    return cache_dir() / "gold"
+
+
+# the code that runs the gold and turns it into a result: the sandbox (host side and
+# in-sandbox), the Bash environment, the prepared file systems and this module
+CODE_PACKAGES = ("intercode.sandbox", "intercode.sandbox.inbox")
+CODE_MODULES = ("intercode.envs.bash", "intercode.envs.gold_cache", "intercode.datasets.fsbuild")
+
+
+@lru_cache(maxsize=1)
+def sandbox_code_digest() -> str:
+    """Digest of the source of the code that decides a gold result (see CODE_PACKAGES and
+    CODE_MODULES): an entry made by other code is never reused."""
+    from importlib import import_module, resources
+
+    digest = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for item in sorted(resources.files(package).iterdir(), key=lambda f: f.name):
+            if item.name.endswith(".py"):
+                digest.update(f"{package}/{item.name}".encode() + b"\0" + item.read_bytes())
+    for module in CODE_MODULES:
+        source = Path(str(import_module(module).__file__))
+        digest.update(module.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=8)
+def rootfs_identity(root: Path) -> str:
+    """What identifies the root file system the sandbox mounts (``/usr``, ``/etc``, the
+    top-level links): the installed packages (dpkg's status file, hashed), and the
+    identity and modification time of its top directories, which change when files are
+    added or removed in them. A root prepared once (``INTERCODE_ROOTFS``) changes only
+    when rebuilt; on the host's root, a package installed or removed changes it."""
+    digest = hashlib.sha256(str(root.resolve()).encode())
+    status = root / "var" / "lib" / "dpkg" / "status"
+    try:
+        digest.update(hashlib.sha256(status.read_bytes()).digest())
+    except OSError:
+        digest.update(b"no dpkg status")
+    for rel in ("usr", "usr/bin", "usr/sbin", "usr/lib", "usr/share", "usr/libexec", "etc",
+                "bin", "sbin", "lib", "lib64"):
+        try:
+            st = os.lstat(root / rel)
+        except OSError:
+            digest.update(f"{rel}:-".encode())
+            continue
+        link = os.readlink(root / rel) if stat.S_ISLNK(st.st_mode) else ""
+        digest.update(f"{rel}:{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}:{link}".encode())
+    return digest.hexdigest()
+
+
+def key_digest(key: dict[str, Any]) -> str:
+    """The file name of an entry: a digest of its canonical key."""
+    return hashlib.sha256(_canonical(key)).hexdigest()
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+class GoldCache:
+    """Entries of one directory (see the module docstring)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or cache_root()
+
+    def _path(self, key: dict[str, Any]) -> Path:
+        name = key_digest(key)
+        return self.root / name[:2] / f"{name}.json"
+
+    def get(self, key: dict[str, Any]) -> GoldResult | None:
+        """The entry of ``key``, or None (absent, unreadable, corrupt or not ours)."""
+        path = self._path(key)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid()
+                    or st.st_mode & 0o022 or st.st_size > 64 << 20):
+                log.warning("gold cache: ignoring %s (not a private regular file)", path)
+                return None
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        entry = _decode(data, key)
+        if entry is None:
+            log.warning("gold cache: ignoring %s (corrupt or another key); recomputing", path)
+        return entry
+
+    def put(self, key: dict[str, Any], entry: GoldResult) -> None:
+        """Store an entry (atomically; a failure to write only costs the next run time)."""
+        path = self._path(key)
+        payload = {"result": {**asdict(entry.result), "notes": list(entry.result.notes)},
+                   "changes": [[c.path, c.code] for c in entry.changes],
+                   "hashes": dict(entry.hashes)}
+        body = {"format": FORMAT, "key": key, "payload": payload,
+                "sha256": hashlib.sha256(_canonical(payload)).hexdigest()}
+        try:
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(_canonical(body))
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as exc:
+            log.warning("gold cache: could not write %s: %s", path, exc)
+
+
+def _decode(data: bytes, key: dict[str, Any]) -> GoldResult | None:
+    """An entry's content, if everything about it checks out."""
+    try:
+        body = json.loads(data)
+        if not isinstance(body, dict) or body.get("format") != FORMAT:
+            return None
+        if _canonical(body.get("key")) != _canonical(key):
+            return None
+        payload = body["payload"]
+        if hashlib.sha256(_canonical(payload)).hexdigest() != body.get("sha256"):
+            return None
+        raw = payload["result"]
+        if set(raw) != {f.name for f in fields(ExecResult)}:
+            return None
+        for name, types in _EXEC_TYPES.items():
+            if not isinstance(raw[name], types):
+                return None
+        if not all(isinstance(n, str) for n in raw["notes"]):
+            return None
+        result = ExecResult(**{**raw, "notes": tuple(raw["notes"])})
+        changes = []
+        for item in payload["changes"]:
+            if not (isinstance(item, list) and len(item) == 2
+                    and all(isinstance(v, str) for v in item)):
+                return None
+            changes.append(Change(item[0], item[1]))
+        hashes = payload["hashes"]
+        if not isinstance(hashes, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in hashes.items()):
+            return None
+    except (ValueError, TypeError, KeyError):
+        return None
+    return GoldResult(result, tuple(changes), hashes)

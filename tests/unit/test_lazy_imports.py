@@ -1,0 +1,123 @@
+"""The command line and ``import intercode`` load only what they use (issue 18 item 10).
+
+Structural, not timed: each check runs in a fresh interpreter and reads ``sys.modules``.
+The public API stays whole (each name imported on first use) and ``import intercode``
+still registers the Gymnasium ids, whichever of the two is imported first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import intercode
+from intercode.agents.llm import POLICIES
+from intercode.agents.names import AGENTS, STRATEGIES
+
+SRC = str(Path(intercode.__file__).resolve().parents[1])
+# what `intercode --help` must not load: Gymnasium and numpy (the environments), rich (the
+# console views), openai (the LLM client)
+HEAVY = ("gymnasium", "numpy", "rich", "openai")
+SUBCOMMANDS = [[], ["eval"], ["validate"], ["play"], ["report"], ["compare"], ["show"],
+               ["serve"], ["serve", "mcp"], ["serve", "openenv"], ["export"], ["doctor"],
+               ["datasets"]]
+
+
+def fresh(code: str) -> str:
+    """stdout of ``code`` in a new interpreter importing this checkout's intercode."""
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": SRC if not path else f"{SRC}{os.pathsep}{path}"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+LOADED = """
+import contextlib, io, json, sys
+from intercode.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        code = main({argv!r})
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps([code, sorted({{m.split(".")[0] for m in sys.modules}})]))
+"""
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS, ids=lambda s: " ".join(s) or "intercode")
+def test_help_loads_no_heavy_module(sub):
+    code, loaded = json.loads(fresh(LOADED.format(argv=[*sub, "--help"])))
+    assert code == 0
+    assert not set(HEAVY) & set(loaded), f"`intercode {' '.join(sub)} --help` imported " \
+                                         f"{sorted(set(HEAVY) & set(loaded))}"
+
+
+def test_listing_datasets_loads_no_heavy_module():
+    code, loaded = json.loads(fresh(LOADED.format(argv=["datasets"])))
+    assert code == 0
+    assert not set(HEAVY) & set(loaded)
+
+
+def test_import_intercode_loads_no_heavy_module():
+    loaded = json.loads(fresh("import sys, json, intercode, intercode.cli; "
+                              "print(json.dumps(sorted(sys.modules)))"))
+    assert not {m.split(".")[0] for m in loaded} & set(HEAVY)
+
+
+def test_public_api_resolves_lazily():
+    for name in intercode.__all__:
+        assert getattr(intercode, name) is not None, name
+    assert set(intercode.__all__) <= set(dir(intercode))
+    with pytest.raises(AttributeError):
+        intercode.NoSuchThing  # noqa: B018
+    from intercode.envs import BashEnv
+    from intercode.envs.bash import BashEnv as Direct
+
+    assert intercode.BashEnv is BashEnv is Direct
+
+
+@pytest.mark.parametrize("code", [
+    # intercode first, Gymnasium after: registered when Gymnasium's import finishes
+    "import intercode; import gymnasium as gym",
+    # Gymnasium first: registered by `import intercode`
+    "import gymnasium as gym; import intercode",
+    # the command line's registry (a parser built) before Gymnasium
+    "import intercode.cli as c; c.build_parser(); import gymnasium as gym",
+    # an environment class imported first (it imports Gymnasium itself)
+    "from intercode import BashEnv; import gymnasium as gym",
+    # Gymnasium's own "module:id" form, nothing of ours imported before
+    "import gymnasium as gym; gym.make('intercode:intercode/bash-v0', dataset='bash-demo')"
+    ".close()",
+])
+def test_gymnasium_ids_registered_whatever_the_import_order(code):
+    ids = json.loads(fresh(code + "; import json; print(json.dumps(sorted("
+                                  "k for k in gym.registry if k.startswith('intercode/'))))"))
+    assert {"intercode/bash-v0", "intercode/sql-v0", "intercode/python-v0",
+            "intercode/ctf-v0"} <= set(ids)
+
+
+def test_gym_make_in_a_fresh_process():
+    out = fresh("import intercode; import gymnasium as gym\n"
+                "env = gym.make('intercode/bash-v0', dataset='bash-demo')\n"
+                "print(type(env.unwrapped).__name__); env.close()\n"
+                "env = intercode.make('bash', dataset='bash-demo', max_turns=2)\n"
+                "print(env.spec.max_episode_steps); env.close()")
+    assert out.split() == ["BashEnv", "2"]
+
+
+def test_without_import_intercode_the_ids_are_unknown_as_before():
+    # Gymnasium 1.x has no plugin entry points: `import intercode` (or "intercode:id")
+    # is what registers the ids, as documented
+    out = fresh("import gymnasium as gym; print('intercode/bash-v0' in gym.registry)")
+    assert out.strip() == "False"
+
+
+def test_agent_names_match_the_policies():
+    assert tuple(POLICIES) == STRATEGIES
+    assert AGENTS[:3] == ("gold", "replay", "human")
