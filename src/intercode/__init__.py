@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the public API, imported on first use (PEP 562; see __getat
         load_dataset,
     )
     from intercode.envs import BashEnv, CtfEnv, IntercodeEnv, PythonEnv, SqlEnv
+    from intercode.envs.snapshot import Snapshot
     from intercode.errors import (
         ConfigError,
         DatasetError,
@@ -35,6 +36,8 @@ if TYPE_CHECKING:  # the public API, imported on first use (PEP 562; see __getat
         RewardError,
         SandboxError,
         SandboxUnavailableError,
+        SnapshotError,
+        SnapshotUnsupported,
         TaskUnavailable,
     )
     from intercode.sandbox.limits import Limits
@@ -60,6 +63,9 @@ __all__ = [
     "RewardError",
     "SandboxError",
     "SandboxUnavailableError",
+    "Snapshot",
+    "SnapshotError",
+    "SnapshotUnsupported",
     "SqlEnv",
     "SqlLimits",
     "SqlTask",
@@ -79,7 +85,9 @@ __getattr__, __dir__ = lazy_exports(globals(), {
     "intercode.envs": ("BashEnv", "CtfEnv", "IntercodeEnv", "PythonEnv", "SqlEnv"),
     "intercode.errors": ("ConfigError", "DatasetError", "EnvStateError", "IntercodeError",
                          "ObservationSpaceError", "RewardError", "SandboxError",
-                         "SandboxUnavailableError", "TaskUnavailable"),
+                         "SandboxUnavailableError", "SnapshotError", "SnapshotUnsupported",
+                         "TaskUnavailable"),
+    "intercode.envs.snapshot": ("Snapshot",),
     "intercode.sandbox.limits": ("Limits",),
     "intercode.sql.backend": ("SqlLimits",),
 })

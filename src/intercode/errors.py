@@ -36,6 +36,15 @@ class EnvStateError(IntercodeError, RuntimeError):
     """The environment was used out of order (step before reset, step after the end)."""
 
 
+class SnapshotError(IntercodeError, RuntimeError):
+    """A snapshot cannot be restored here (another environment, an earlier episode, a
+    released or forged handle)."""
+
+
+class SnapshotUnsupported(SnapshotError, NotImplementedError):
+    """The environment cannot snapshot its state (a plugin that implements no snapshot)."""
+
+
 class ObservationSpaceError(IntercodeError, ValueError):
     """An observation is outside its environment's observation space (a vector
     environment's shared memory holds only observations of the space, and cuts none)."""

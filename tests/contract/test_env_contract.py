@@ -121,5 +121,6 @@ def test_public_api_is_pinned():
         "IntercodeEnv", "IntercodeError", "Limits", "RewardError", "SandboxError",
         "SandboxUnavailableError", "SqlEnv", "SqlLimits", "SqlTask", "Task", "__version__",
         "dataset_names", "load_dataset", "make", "PythonEnv", "PythonTask", "CtfEnv", "CtfTask",
-        "TaskUnavailable", "ObservationSpaceError",
+        "TaskUnavailable", "ObservationSpaceError", "Snapshot", "SnapshotError",
+        "SnapshotUnsupported",
     ])

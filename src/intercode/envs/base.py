@@ -7,6 +7,7 @@ and ``skip``, and builds ``info``. Turn limits are Gymnasium's ``TimeLimit``.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import operator
 from abc import abstractmethod
@@ -18,8 +19,9 @@ import numpy as np
 
 from intercode.datasets import Dataset, Task, load_dataset
 from intercode.envs.settings import EnvSettings
+from intercode.envs.snapshot import ExecState, Registry, Snapshot
 from intercode.envs.spaces import AnyText
-from intercode.errors import ConfigError, EnvStateError, TaskUnavailable
+from intercode.errors import ConfigError, EnvStateError, SnapshotUnsupported, TaskUnavailable
 
 MAX_ACTION = 1 << 20
 #: The observation bound of an environment that sets none (see ``limit_observations``).
@@ -44,6 +46,13 @@ class IntercodeEnv(gym.Env[str, str]):
     env_name = "intercode"
     submit_keyword = "submit"
     skip_keyword = "skip"
+    _init_args: tuple[tuple[Any, ...], dict[str, Any]]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> IntercodeEnv:
+        """Remember the constructor's arguments (:meth:`fork` builds a sibling with them)."""
+        env = super().__new__(cls)
+        env._init_args = (args, kwargs)
+        return env
 
     def __init__(self, dataset: str | Dataset, render_mode: str | None = None) -> None:
         self.dataset = (load_dataset(dataset, self.env_name) if isinstance(dataset, str)
@@ -64,6 +73,8 @@ class IntercodeEnv(gym.Env[str, str]):
         self.done = True
         self.history: list[tuple[str, str]] = []
         self._available: list[int] | None = None
+        self._snapshots = Registry()
+        self.restore_note = ""  # said with the first observation after a restore
 
     @classmethod
     def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> IntercodeEnv:
@@ -140,6 +151,81 @@ class IntercodeEnv(gym.Env[str, str]):
                 f"the observation space holds {limit}")[:limit]
         return text[:limit - len(note)] + note
 
+    # -- snapshots (see intercode.envs.snapshot) ----------------------------------------
+
+    def save_state(self) -> ExecState:
+        """The execution state of the episode now (what :meth:`snapshot` keeps)."""
+        raise SnapshotUnsupported(f"the {self.env_name} environment ({type(self).__name__}) "
+                                  "cannot snapshot its state")
+
+    def load_state(self, state: ExecState) -> None:
+        """Make ``state`` (of :meth:`save_state`, this episode) the current one."""
+        raise SnapshotUnsupported(f"the {self.env_name} environment ({type(self).__name__}) "
+                                  "cannot restore a snapshot")
+
+    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+        """Make ``state`` the current one of ``other`` (a sibling reset to the same task)."""
+        raise SnapshotUnsupported(f"the {self.env_name} environment ({type(self).__name__}) "
+                                  "cannot fork")
+
+    def sibling(self) -> IntercodeEnv:
+        """A new environment configured as this one (for :meth:`fork`)."""
+        args, kwargs = self._init_args
+        return type(self)(*args, **kwargs)
+
+    def snapshot(self) -> Snapshot:
+        """An opaque handle to the episode's state now: task, turn count, history and the
+        execution state. Restore it with :meth:`restore`; free it with ``release()``
+        (also on garbage collection, and when this environment resets or closes)."""
+        task = self.task
+        if task is None:
+            raise EnvStateError("call reset() before snapshot()")
+        self._snapshots.drain()
+        state = self.save_state()
+        turn, done, history = self.turn, self.done, tuple(self.history)
+        return self._snapshots.issue(
+            lambda owner, episode, pending: Snapshot(owner, episode, task, turn, done, history,
+                                                     state, pending))
+
+    def restore(self, snap: Snapshot) -> None:
+        """Continue the episode from ``snap`` (taken by this environment in this episode);
+        anything else is refused with a :class:`~intercode.errors.SnapshotError`."""
+        snap = self._snapshots.check(snap, self.task)
+        self._snapshots.drain()
+        self.restore_note = ""
+        self.load_state(snap.state)
+        self.turn, self.done, self.history = snap.turn, snap.done, list(snap.history)
+
+    def fork(self, into: IntercodeEnv | None = None) -> IntercodeEnv:
+        """A second, independent environment in this one's state.
+
+        By default a new one (:meth:`sibling`: its sandboxes start, which is most of the
+        cost); ``into``: an environment made beforehand with the same arguments (a warm
+        pool), whose episode is replaced. Create environments on the thread that will use
+        them: their sandboxes die with the thread that started them.
+        """
+        task = self.task
+        if task is None:
+            raise EnvStateError("call reset() before fork()")
+        if into is not None and (into is self or type(into) is not type(self)
+                                 or into.dataset.name != self.dataset.name):
+            raise ConfigError("fork(into=...) takes another environment of the same class "
+                              "and dataset")
+        snap = self.snapshot()
+        other = self.sibling() if into is None else into
+        try:
+            other.reset(options={"task": task.index})
+            self.transfer_state(snap.state, other)
+            other.turn, other.done, other.history = snap.turn, snap.done, list(snap.history)
+            other.np_random = copy.deepcopy(self.np_random)
+        except BaseException:
+            if into is None:
+                other.close()
+            raise
+        finally:
+            snap.release()
+        return other
+
     # -- pickling ------------------------------------------------------------------------
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
@@ -163,6 +249,8 @@ class IntercodeEnv(gym.Env[str, str]):
             raise ConfigError(f"options must be a dict such as {{'task': 0}}, "
                               f"got {type(options).__name__}")
         super().reset(seed=seed)
+        self._snapshots.release_all()
+        self.restore_note = ""
         index = (options or {}).get("task")
         if index is None:
             pool = self.available_tasks()
@@ -189,6 +277,7 @@ class IntercodeEnv(gym.Env[str, str]):
             raise EnvStateError("the episode has ended; call reset()")
         if not isinstance(action, str):
             raise TypeError(f"actions are strings, got {type(action).__name__}")
+        self._snapshots.drain()
         self.turn += 1
         keyword = action.strip()
         submitted, argument = self.parse_submit(keyword)
@@ -206,6 +295,9 @@ class IntercodeEnv(gym.Env[str, str]):
             self.done = True
             return "", 0.0, True, False, {"turn": self.turn, "skipped": True, "success": False}
         observation, info = self.execute(action)
+        if self.restore_note:
+            sep = "" if not observation or observation.endswith("\n") else "\n"
+            observation, self.restore_note = observation + sep + self.restore_note, ""
         observation = self.fit_observation(observation)
         self.history.append((action, observation))
         return observation, 0.0, False, False, {"turn": self.turn, **info}
@@ -222,6 +314,11 @@ class IntercodeEnv(gym.Env[str, str]):
             print(text, end="")
             return None
         return text
+
+    def close(self) -> None:
+        """Release the snapshots of this environment (subclasses also stop sandboxes)."""
+        self._snapshots.release_all()
+        super().close()
 
     def last_observation(self) -> str:
         """The last action's observation (the query if no action ran yet)."""

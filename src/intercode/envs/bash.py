@@ -18,10 +18,12 @@ from typing import Any
 from intercode.datasets import BashTask, Dataset, Task
 from intercode.datasets.fsbuild import prepared_fs, script_fs
 from intercode.envs import gold_cache as gold_store
+from intercode.envs import sandbox_state
 from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
 from intercode.envs.gold_cache import GoldCache, GoldResult
 from intercode.envs.info import ActionInfo
-from intercode.errors import ConfigError, RewardError, SandboxError
+from intercode.envs.snapshot import ExecState
+from intercode.errors import ConfigError, RewardError, SandboxError, SnapshotError
 from intercode.rewards.bash import BashReward, BashSnapshot, bash_reward, common_added
 from intercode.sandbox import create_sandbox, require_backend
 from intercode.sandbox.base import Change, ExecResult, Sandbox
@@ -254,6 +256,26 @@ class BashEnv(IntercodeEnv):
         if any("(not hashed:" in h for h in hashes.values()):
             return
         self._gold_disk.put(key, GoldResult(result, snapshot.changes, hashes))
+
+    # -- snapshots (see envs/sandbox_state.py) -------------------------------------------
+
+    def save_state(self) -> ExecState:
+        """The agent sandbox's tree and shell state."""
+        return sandbox_state.save(self._sandbox("agent"), workdir=self._workdir)
+
+    def load_state(self, state: ExecState) -> None:
+        """The agent's sandbox back in ``state``."""
+        loaded = sandbox_state.load(self._sandbox("agent"), state)
+        self._workdir = loaded.extra["workdir"]
+        self.restore_note = loaded.note()
+
+    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+        """``other``'s agent sandbox in ``state``."""
+        if not isinstance(other, BashEnv):
+            raise SnapshotError("a Bash snapshot forks only into a Bash environment")
+        moved = sandbox_state.copy(state, self._sandbox("agent"), other._sandbox("agent"))
+        other._workdir = moved.extra["workdir"]
+        other.restore_note = moved.note()
 
     def diff(self) -> list[Change]:
         """The agent's changes to the file system so far."""

@@ -18,11 +18,13 @@ from typing import Any
 
 from intercode.datasets import CtfTask, Dataset, Task
 from intercode.datasets.ctf import asset_path, folder_entries
+from intercode.envs import sandbox_state
 from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
 from intercode.envs.ctf_python import ALIAS_DIR, alias_entries, needs_crypto_alias
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
-from intercode.errors import ConfigError, TaskUnavailable
+from intercode.envs.snapshot import ExecState
+from intercode.errors import ConfigError, SnapshotError, TaskUnavailable
 from intercode.sandbox import create_sandbox, require_backend
 from intercode.sandbox.base import Sandbox
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
@@ -174,6 +176,27 @@ class CtfEnv(IntercodeEnv):
         """1 once the right flag was submitted in this episode, else 0."""
         return Evaluation(1.0 if self._solved else 0.0, self._solved,
                           {"submissions": self._submissions})
+
+    # -- snapshots (see envs/sandbox_state.py) -------------------------------------------
+
+    def save_state(self) -> ExecState:
+        """The sandbox's tree and shell state, and the submissions so far."""
+        return sandbox_state.save(self._sandbox(), submissions=self._submissions,
+                                  solved=self._solved)
+
+    def load_state(self, state: ExecState) -> None:
+        """The sandbox and the submission count back in ``state``."""
+        loaded = sandbox_state.load(self._sandbox(), state)
+        self._submissions, self._solved = loaded.extra["submissions"], loaded.extra["solved"]
+        self.restore_note = loaded.note()
+
+    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+        """``other``'s sandbox in ``state``."""
+        if not isinstance(other, CtfEnv):
+            raise SnapshotError("a CTF snapshot forks only into a CTF environment")
+        moved = sandbox_state.copy(state, self._sandbox(), other._sandbox())
+        other._submissions, other._solved = moved.extra["submissions"], moved.extra["solved"]
+        other.restore_note = moved.note()
 
     def close(self) -> None:
         """Stop the sandbox."""

@@ -17,10 +17,12 @@ import re
 from typing import Any
 
 from intercode.datasets import Dataset, PythonTask, Task
+from intercode.envs import sandbox_state
 from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
-from intercode.errors import ConfigError, RewardError, SandboxError
+from intercode.envs.snapshot import ExecState
+from intercode.errors import ConfigError, RewardError, SandboxError, SnapshotError
 from intercode.rewards.python import Outcome, PythonReward, python_reward
 from intercode.rewards.python_split import BUILTIN_NAMES, SplitTest, defined_names, split_test
 from intercode.sandbox import create_sandbox, require_backend
@@ -239,6 +241,30 @@ class PythonEnv(IntercodeEnv):
             return self._sandbox(which).run(json.dumps(request), timeout=budget, kind=kind)
         except SandboxError as exc:
             raise RewardError(f"could not run the tests: {exc}") from exc
+
+    # -- snapshots (see envs/sandbox_state.py) -------------------------------------------
+
+    def save_state(self) -> ExecState:
+        """The interpreter, held whole (a paused fork), its files, and the candidates."""
+        return sandbox_state.save(self._sandbox("agent"), python=True,
+                                  functions=list(self._functions))
+
+    def load_state(self, state: ExecState) -> None:
+        """A fork of the held interpreter becomes the agent's."""
+        loaded = sandbox_state.load(self._sandbox("agent"), state)
+        self._functions = list(loaded.extra["functions"])
+        self.restore_note = loaded.note()
+
+    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+        """A process cannot move to another sandbox: ``other`` replays this episode's
+        actions in its fresh interpreter (exact for code that does not depend on time,
+        randomness or the outside; see docs/snapshots.md)."""
+        if not isinstance(other, PythonEnv):
+            raise SnapshotError("a Python snapshot forks only into a Python environment")
+        for action, _observation in self.history:
+            if not self.parse_submit(action.strip())[0]:
+                other.execute(action)
+        other._functions = list(self._functions)
 
     def close(self) -> None:
         """Stop both sandboxes."""

@@ -13,7 +13,8 @@ from intercode.datasets import Dataset, SqlTask, Task
 from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
-from intercode.errors import ConfigError, DatasetError, RewardError
+from intercode.envs.snapshot import ExecState
+from intercode.errors import ConfigError, DatasetError, RewardError, SnapshotError
 from intercode.rewards.spider import METRICS, official_text
 from intercode.rewards.sql import SqlReward, result_eq, sql_reward
 from intercode.sandbox import require_backend
@@ -61,6 +62,20 @@ def make_backend(backend: str | SqlBackend, limits: SqlLimits,
                               "(--mysql-url mysql://user:password@host:port)")
         return MysqlBackend(mysql_url, limits, store)
     raise ConfigError(f"unknown SQL backend {backend!r} (sqlite or mysql)")
+
+
+class SqlState:
+    """A SQL snapshot: the session's state, the last statement and its result (what is
+    scored)."""
+
+    def __init__(self, session: ExecState, last: QueryResult | None, last_sql: str) -> None:
+        self.session = session
+        self.last = last
+        self.last_sql = last_sql
+
+    def release(self) -> None:
+        """Release the session's state."""
+        self.session.release()
 
 
 class SqlEnv(IntercodeEnv):
@@ -228,6 +243,33 @@ class SqlEnv(IntercodeEnv):
                 "gold_error": gold.error, "gold_rows": None if gold.rows is None else
                 len(gold.rows)}
         return Evaluation(reward.reward, reward.success, info)
+
+    # -- snapshots ---------------------------------------------------------------------
+
+    def save_state(self) -> SqlState:
+        """The agent session's databases and settings, and its last result (the reward's)."""
+        return SqlState(self._session("agent").save(), self._last, self._last_sql)
+
+    def load_state(self, state: ExecState) -> None:
+        """The agent's session back in ``state``."""
+        if not isinstance(state, SqlState):
+            raise SnapshotError("not a snapshot of a SQL environment")
+        self._session("agent").load(state.session)
+        self._last, self._last_sql = state.last, state.last_sql
+
+    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+        """``other``'s agent session in ``state``."""
+        if not isinstance(state, SqlState) or not isinstance(other, SqlEnv):
+            raise SnapshotError("not a snapshot of a SQL environment")
+        self._session("agent").transfer(state.session, other._session("agent"))
+        other._last, other._last_sql = state.last, state.last_sql
+
+    def sibling(self) -> SqlEnv:
+        """A new environment on this one's backend (its pristine images are reused)."""
+        args, kwargs = self._init_args
+        if self.backend.name != "sqlite":
+            return SqlEnv(*args, **kwargs)
+        return SqlEnv(*args, **{**kwargs, "backend": self.backend})
 
     def close(self) -> None:
         """Close the sessions (and the backend, if this environment made it)."""

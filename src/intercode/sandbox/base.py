@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from intercode.errors import SnapshotUnsupported
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.limits import Limits
 
@@ -42,6 +43,14 @@ class ExecResult:
             return self.output
         sep = "" if not self.output or self.output.endswith("\n") else "\n"
         return self.output + sep + "\n".join(f"[intercode] {n}" for n in self.notes)
+
+
+@dataclass(frozen=True)
+class TreeSnapshotInfo:
+    """What a tree snapshot saw: the shell's directory and the other processes running."""
+
+    cwd: str
+    background: int
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,34 @@ class Sandbox(ABC):
     @abstractmethod
     def capture(self) -> FileTree:
         """The whole writable tree, with contents."""
+
+    # -- snapshots (optional: a backend without them raises SnapshotUnsupported) ---------
+
+    def tree_snapshot(self, ident: int, held: int | None = None) -> TreeSnapshotInfo:
+        """Keep the tree's state now inside the sandbox as snapshot ``ident``; ``held``:
+        a copy of the interpreter (of :meth:`hold`) that the snapshot keeps."""
+        raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot snapshot")
+
+    def tree_restore(self, ident: int, cwd: str, held: int | None = None) -> None:
+        """Kill every process (held interpreters excepted), bring the tree to snapshot
+        ``ident``, and start a fresh shell in ``cwd`` or, with ``held``, make a new fork
+        of that held interpreter (see :meth:`hold`) the shell."""
+        raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot restore")
+
+    def tree_drop(self, ident: int) -> None:  # noqa: B027  (nothing held without snapshots)
+        """Forget tree snapshot ``ident``."""
+
+    def tree_copy(self, ident: int, other: Sandbox, other_ident: int) -> None:
+        """Make tree snapshot ``ident`` snapshot ``other_ident`` of ``other`` too."""
+        raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot fork")
+
+    def hold(self) -> int:
+        """Fork a held copy of the Python interpreter; its pid (pass it to the next
+        :meth:`tree_snapshot`)."""
+        raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot hold interpreters")
+
+    def drop_held(self, pid: int) -> None:  # noqa: B027  (nothing held without snapshots)
+        """Kill held copy ``pid``."""
 
     @property
     @abstractmethod

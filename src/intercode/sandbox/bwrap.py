@@ -10,6 +10,7 @@ When the host runs as root, the sandbox runs as the unprivileged host user
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import select
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from intercode.errors import SandboxError, SandboxUnavailableError
+from intercode.errors import SandboxError, SandboxUnavailableError, SnapshotError
 from intercode.sandbox import base, seccomp
 from intercode.sandbox.base import Change, ExecResult
 from intercode.sandbox.channel import Channel
@@ -124,6 +125,8 @@ class BwrapSandbox(base.Sandbox):
         self._channel: Channel | None = None
         self._io: ShellIO | None = None
         self._host_fds: list[int] = []
+        self._drops: list[int] = []  # snapshots released, forgotten with the next request
+        self._held_drops: list[int] = []
         self._stderr_fd: int | None = None
         self._tree_id: str | None = None
         self._net: SandboxNetwork | None = None
@@ -298,6 +301,8 @@ class BwrapSandbox(base.Sandbox):
 
     def _after_new_shell(self, reply: dict[str, Any], cwd: str) -> None:
         assert self._io is not None
+        if reply.get("stats", {}).get("snapshots_cleared"):
+            self._drops, self._held_drops = [], []
         self._io.discard_output()
         self._io.fresh_shell(int(reply["shell_pid"]), cwd)
 
@@ -378,6 +383,59 @@ class BwrapSandbox(base.Sandbox):
         reply, blob = self._request({"op": "capture"})
         entries = proto.unpack_entries(reply["entries"], blob)
         return FileTree.of(Entry(*e) for e in entries)
+
+    # -- snapshots (see inbox/snaps.py) ---------------------------------------------------
+
+    def tree_snapshot(self, ident: int, held: int | None = None) -> base.TreeSnapshotInfo:
+        """Keep the tree's state now inside the sandbox as snapshot ``ident`` (and
+        register the held interpreter ``held``)."""
+        reply, _ = self._request(self._with_drops({"op": "tree_snap", "id": ident,
+                                                   "held": held}))
+        if reply.get("refused"):
+            raise SnapshotError(f"the snapshot was refused: {reply['refused']}")
+        return base.TreeSnapshotInfo(cwd=str(reply.get("cwd", "/")),
+                                     background=int(reply.get("background", 0)))
+
+    def tree_restore(self, ident: int, cwd: str, held: int | None = None) -> None:
+        """Bring the tree to snapshot ``ident``; a fresh shell in ``cwd`` (or ``held``)."""
+        msg: dict[str, Any] = {"op": "tree_restore", "id": ident, "cwd": cwd}
+        if held is not None:
+            msg["pid"] = held
+        reply, _ = self._request(self._with_drops(msg))
+        if reply.get("gone"):
+            raise SnapshotError("the snapshot's held interpreter is gone (killed inside the "
+                                "sandbox); it cannot be restored")
+        self._after_new_shell(reply, cwd)
+
+    def tree_drop(self, ident: int) -> None:
+        """Forget tree snapshot ``ident`` with the next snapshot request (no round trip)."""
+        self._drops.append(ident)
+
+    def _with_drops(self, msg: dict[str, Any]) -> dict[str, Any]:
+        msg["drop"], self._drops = self._drops, []
+        msg["drop_held"], self._held_drops = self._held_drops, []
+        return msg
+
+    def tree_copy(self, ident: int, other: base.Sandbox, other_ident: int) -> None:
+        """Copy tree snapshot ``ident`` into ``other`` (a bubblewrap sandbox)."""
+        if not isinstance(other, BwrapSandbox):
+            raise SnapshotError("a snapshot is copied only between bubblewrap sandboxes")
+        reply, data = self._request({"op": "tree_export", "id": ident})
+        other._request({"op": "tree_import", "id": other_ident, "entries": reply["entries"]},
+                       data)
+
+    def hold(self) -> int:
+        """Fork a held copy of the interpreter (registered by the next tree snapshot)."""
+        result = self.run("", kind="hold")
+        try:
+            return int(json.loads(result.reply or "")["pid"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SnapshotError("the interpreter did not hold a copy of itself: "
+                                f"{result.observation[-200:]}") from exc
+
+    def drop_held(self, pid: int) -> None:
+        """Kill held copy ``pid`` with the next snapshot request (no round trip)."""
+        self._held_drops.append(pid)
 
     @property
     def cwd(self) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from intercode.errors import ConfigError
+from intercode.envs.snapshot import ExecState
+from intercode.errors import ConfigError, SnapshotUnsupported
 from intercode.sql.results import QueryResult
 
 
@@ -45,6 +46,18 @@ class SqlSession(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the session."""
+
+    def save(self) -> ExecState:
+        """The session's databases and settings now (for a snapshot)."""
+        raise SnapshotUnsupported(f"{type(self).__name__} sessions cannot snapshot")
+
+    def load(self, state: ExecState) -> None:
+        """Return to a state :meth:`save` made (of this session)."""
+        raise SnapshotUnsupported(f"{type(self).__name__} sessions cannot restore")
+
+    def transfer(self, state: ExecState, other: SqlSession) -> None:
+        """Make ``state`` (of this session) the state of ``other`` (a fork)."""
+        raise SnapshotUnsupported(f"{type(self).__name__} sessions cannot fork")
 
 
 class SqlBackend(ABC):

@@ -12,12 +12,16 @@ answer, the sandbox kills it and starts a fresh one (the episode goes on).
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
+from intercode.envs.snapshot import ExecState
+from intercode.errors import SnapshotError
 from intercode.sandbox import Sandbox, create_sandbox
 from intercode.sandbox.inbox import sqlrepl
 from intercode.sandbox.limits import Limits, MiB
+from intercode.sql.backend import SqlSession
 from intercode.sql.results import MAX_RESULT_CHARS, QueryResult, Row
 from intercode.sql.sqlite_backend import SqliteSessionBase, timeout_message
 
@@ -96,12 +100,79 @@ class SandboxedSqliteSession(SqliteSessionBase):
     def _connection(self, name: str) -> RemoteConnection:
         return RemoteConnection(self, name)
 
+    def _snap_call(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            reply = self._call(kind, request)
+        except EngineError as exc:
+            raise SnapshotError(f"the SQL engine lost the snapshot: {exc}") from None
+        if "e" in reply or reply.get("restarted"):
+            raise SnapshotError("the SQL engine could not use the snapshot (it was restarted "
+                                f"since it was taken): {reply.get('e', 'restarted')}"[:300])
+        return reply
+
+    def save(self) -> EngineSnapshot:
+        """Every database of the episode, held in the engine (see ``inbox/sqlsnap``)."""
+        state = EngineSnapshot(self, self._sandbox(), self.current_db)
+        self._snap_call("snap", {"id": state.ident})
+        return state
+
+    def load(self, state: ExecState) -> None:
+        """Copies of the snapshot's databases become the episode's."""
+        state = self._own(state)
+        self._snap_call("restore", {"id": state.ident})
+        self.current_db = state.current_db
+
+    def transfer(self, state: ExecState, other: SqlSession) -> None:
+        """Copy the snapshot's databases into ``other``'s engine and restore them there."""
+        state = self._own(state)
+        if not isinstance(other, SandboxedSqliteSession):
+            raise SnapshotError("a SQLite snapshot forks only into a SQLite session")
+        data = self._snap_call("export", {"id": state.ident})
+        copy = EngineSnapshot(other, other._sandbox(), state.current_db)
+        try:
+            other._snap_call("import", {"id": copy.ident, **data})
+            other.load(copy)
+        finally:
+            copy.release()
+
+    def _own(self, state: ExecState) -> EngineSnapshot:
+        if not isinstance(state, EngineSnapshot) or state.session is not self:
+            raise SnapshotError("not a snapshot of this SQL session")
+        if state.box is not self._box or not state.box.alive:
+            raise SnapshotError("the SQL engine was restarted since the snapshot was taken; "
+                                "its state is lost")
+        return state
+
     def close(self) -> None:
         """Stop the engine and its sandbox."""
         if self._box is not None:
             self._box.close()
             self._box = None
         self.current_db = ""
+
+
+class EngineSnapshot:
+    """A snapshot held in a session's engine, named by a number."""
+
+    _next = itertools.count(1)
+
+    def __init__(self, session: SandboxedSqliteSession, box: Sandbox, current_db: str) -> None:
+        self.session = session
+        self.box = box
+        self.current_db = current_db
+        self.ident = next(self._next)
+        self.released = False
+
+    def release(self) -> None:
+        """Drop it in the engine (if that engine still runs; idempotent)."""
+        if self.released:
+            return
+        self.released = True
+        if self.session._box is self.box and self.box.alive:
+            try:
+                self.session._call("drop", {"id": self.ident})
+            except EngineError:
+                pass
 
 
 class RemoteConnection:

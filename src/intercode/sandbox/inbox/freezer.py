@@ -31,6 +31,7 @@ class Freezer:
         self.freeze_at = None
         self.freeze_n = None  # the host's number of the pending freeze request
         self.watch_soon = False  # processes were continued: the watchdog should look soon
+        self.held = set()  # the supervisor's held interpreters (see snaps)
 
     def request(self, msg):
         """Handle a ``freeze`` or ``thaw`` request."""
@@ -79,6 +80,8 @@ class Freezer:
         idle = {self.shell.pid: shell.ACTION_FD}
         if self.shell.spare is not None:
             idle[self.shell.spare[0]] = None
+        for pid in self.held:  # held interpreters wait in read (see pyhold)
+            idle[pid] = None
         return idle
 
     def step(self):

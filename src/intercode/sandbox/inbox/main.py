@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-from . import freezer, proto, runcmd, shell, tree
+from . import freezer, proto, runcmd, shell, snaps, tree
 
 PR_SET_DUMPABLE = 4
 NO_REPLY = ("freeze", "thaw")  # requests the host does not wait for (see freezer)
@@ -29,7 +29,7 @@ RLIMITS = {
 }
 
 
-class Supervisor:
+class Supervisor(snaps.Snapshots):
     """Request loop and state of one sandbox."""
 
     def __init__(self, cfg):
@@ -50,6 +50,8 @@ class Supervisor:
         self.files_seen = 0
         self.files_fds = []
         self.freezer = freezer.Freezer(self.shell, self.ctl_out)
+        self.init_snapshots()
+        self.freezer.held = self.held
 
     # -- setup ---------------------------------------------------------------------------
 
@@ -152,8 +154,7 @@ class Supervisor:
             return
         count, rss = shell.usage({1, os.getpid()})
         if self.process_alarm is not None and count >= self.process_alarm:
-            keep = () if self.shell.pid is None else (self.shell.pid,)
-            shell.kill_all(keep, self.reap)
+            shell.kill_all(self.keep_alive(), self.reap)
             self.note("%d processes were running (the limit is close); all processes "
                       "except the shell were killed" % count)
             if self.freezer.frozen:
@@ -216,6 +217,7 @@ class Supervisor:
             if pid == 0:
                 return
             self.shell.forget_spare(pid)
+            self.forget_held(pid)
             if pid == self.shell.pid:
                 self.shell.pid = None
                 code = os.waitstatus_to_exitcode(status)
@@ -229,6 +231,8 @@ class Supervisor:
     def op_load(self, msg, blob):
         """Make a new tree pristine (skipped if it is already the loaded one)."""
         self._kill(keep=())
+        self.init_snapshots()
+        self.freezer.held = self.held
         if msg.get("tree_id") is not None and msg["tree_id"] == self.tree_id:
             stats = self.tree.restore()
         elif "entries" not in msg:
@@ -238,18 +242,22 @@ class Supervisor:
             stats = self.tree.load(proto.unpack_entries(msg["entries"], blob))
             self.tree_id = msg.get("tree_id")
         self._spawn_shell(msg.get("cwd", "/"))
+        stats["snapshots_cleared"] = True
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_reset(self, msg, blob):
         """Kill everything, restore the pristine tree, start a fresh shell."""
         t0 = time.perf_counter()
         self._kill(keep=())
+        self.init_snapshots()
+        self.freezer.held = self.held
         t1 = time.perf_counter()
         stats = self.tree.restore()
         t2 = time.perf_counter()
         self._spawn_shell(msg.get("cwd", "/"))
         t3 = time.perf_counter()
-        stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3, spawn_ms=(t3 - t2) * 1e3)
+        stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3, spawn_ms=(t3 - t2) * 1e3,
+                     snapshots_cleared=True)
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_interrupt(self, msg, blob):
@@ -258,8 +266,7 @@ class Supervisor:
         With ``signal`` (the Python interpreter: SIGINT), the shell gets it too, so a
         loop running inside it stops with KeyboardInterrupt.
         """
-        keep = () if self.shell.pid is None else (self.shell.pid,)
-        shell.kill_all(keep, self.reap)
+        shell.kill_all(self.keep_alive(), self.reap)
         if msg.get("signal") and self.shell.pid is not None:
             try:
                 os.kill(self.shell.pid, getattr(signal, msg["signal"]))
@@ -272,7 +279,7 @@ class Supervisor:
     def op_restart(self, msg, blob):
         """Kill everything, including the shell, and start a new shell in ``cwd``."""
         cwd = msg.get("cwd") or self.shell.cwd() or "/"
-        self._kill(keep=())
+        self._kill(keep=tuple(self.held))
         self._spawn_shell(cwd)
         return {"cwd": cwd, "shell_pid": self.shell.pid}, b""
 
@@ -292,8 +299,7 @@ class Supervisor:
         code, timed_out, output, total, stopped = runcmd.run_bounded(
             msg["argv"], blob, msg.get("cwd", "/"), self.cfg["env"], msg.get("timeout"),
             msg.get("keep", 1 << 20), msg.get("hard", 64 << 20))
-        keep = () if self.shell.pid is None else (self.shell.pid,)
-        shell.kill_all(keep, self.reap)
+        shell.kill_all(self.keep_alive(), self.reap)
         if self.freezer.frozen:
             self.freezer.freeze()
         return {"exit_code": code, "timed_out": timed_out, "total": total,
@@ -301,6 +307,12 @@ class Supervisor:
 
     def _spawn_shell(self, cwd):
         """Drop what is left of an earlier action in the pipe, then start a shell."""
+        self._drain_actions()
+        self.freezer.thaw()  # what survived the kill (a spare interpreter) must run
+        self.files_seen = self.files_used()
+        self.shell.spawn(cwd)
+
+    def _drain_actions(self):
         fd = self.cfg["fds"]["action_r"]
         os.set_blocking(fd, False)
         try:
@@ -310,9 +322,6 @@ class Supervisor:
             pass
         finally:
             os.set_blocking(fd, True)
-        self.freezer.thaw()  # what survived the kill (a spare interpreter) must run
-        self.files_seen = self.files_used()
-        self.shell.spawn(cwd)
 
     def _kill(self, keep):
         if self.shell.pid not in keep:

@@ -20,7 +20,7 @@ import signal
 import sys
 import traceback
 
-from . import pyscore, shell
+from . import pyhold, pyscore, shell
 
 NAMESPACE_NAME = "__main__"
 SPARE_OUTPUT_FD = 61  # a copy of the output pipe, to recover if the agent closes 1 or 2
@@ -110,10 +110,17 @@ class Repl:
                 _repair_fds()
                 _fresh_streams()
             del pyscore.REPLY[:]
-            code = self.run(payload.decode("utf-8", "surrogateescape"), kind)
+            if kind == "hold":  # a snapshot: the resumed copy goes on with the next action
+                held = pyhold.hold(_flush)
+                if held is None:
+                    continue
+                pyscore.REPLY.append(json.dumps({"pid": held}))
+                code = 0
+            else:
+                code = self.run(payload.decode("utf-8", "surrogateescape"), kind)
             _flush()
             record = ("%s %d %s" % (seq, code, os.getcwd())).encode("utf-8", "replace") + b"\0"
-            if kind in REQUESTS and pyscore.REPLY:
+            if (kind in REQUESTS or kind == "hold") and pyscore.REPLY:
                 data = pyscore.REPLY[-1].encode("utf-8", "replace").replace(b"\0", b"")
                 record = ("%s reply\n" % seq).encode("ascii") + data + b"\0" + record
             try:

@@ -22,11 +22,12 @@ import signal
 import struct
 import time
 
-from . import pyrepl, shell, sqlconn
+from . import pyrepl, shell, sqlconn, sqlsnap
 
 PROGRESS_STEPS = 1000
 MAX_ERROR = 2000
 NUMBER_COST = 24  # an upper bound of the repr of an SQLite integer or float
+SNAPSHOT_KINDS = ("snap", "restore", "drop", "export", "import")
 
 
 class Engine:
@@ -43,6 +44,7 @@ class Engine:
         self.busy = False
         self.stale = []  # connections of the last episode, to close
         self.pending = None  # the database the next episode starts in
+        self.snaps = {}  # id -> (current database, {name: captured connection})
 
     def idle(self):
         """Between requests: close the last episode's copies, make the next one's."""
@@ -61,9 +63,41 @@ class Engine:
                 raise KeyError("unknown database %r" % (name,))
             conn = sqlconn.open_image(self.images[name], self.images.get(sqlconn.INFO_SCHEMA),
                                       lambda: self.current)
-            conn.set_progress_handler(self._expired, PROGRESS_STEPS)
-            self.conns[name] = conn
+            self._adopt(name, conn)
         return conn
+
+    def _adopt(self, name, conn):
+        conn.set_progress_handler(self._expired, PROGRESS_STEPS)
+        self.conns[name] = conn
+
+    def snapshot(self, kind, request):
+        """``snap``/``restore``/``drop``/``export``/``import`` of snapshot ``id``."""
+        ident = int(request["id"])
+        if kind == "snap":
+            self.snaps[ident] = (self.current, {name: sqlsnap.capture(conn)
+                                                for name, conn in self.conns.items()})
+            return {}
+        if kind == "drop":
+            self.snaps.pop(ident, None)
+            return {}
+        if kind == "export":
+            current, saved = self.snaps[ident]
+            return {"current": current,
+                    "conns": {name: sqlsnap.export(s) for name, s in saved.items()}}
+        if kind == "import":
+            saved = {str(name): sqlsnap.load(s) for name, s in request["conns"].items()}
+            self.snaps[ident] = (str(request["current"]), saved)
+            return {}
+        current, saved = self.snaps[ident]  # restore
+        info = self.images.get(sqlconn.INFO_SCHEMA)
+        conns = {name: sqlsnap.open_copy(s, info, lambda: self.current)
+                 for name, s in saved.items()}
+        self.stale.extend(self.conns.values())
+        self.conns = {}
+        for name, conn in conns.items():
+            self._adopt(name, conn)
+        self.current = current
+        return {}
 
     def _expired(self):
         return 1 if time.monotonic() > self.deadline else 0
@@ -73,8 +107,11 @@ class Engine:
         if kind == "reset":  # the work is done after the reply (see idle)
             self.stale.extend(self.conns.values())
             self.conns = {}
+            self.snaps = {}
             self.pending = request.get("db") or None
             return {}
+        if kind in SNAPSHOT_KINDS:
+            return self.snapshot(kind, request)
         if kind == "query":
             self.current = request["db"]
         self.deadline = time.monotonic() + float(request.get("timeout", 10.0))

@@ -115,10 +115,7 @@ class Tree(hashing.Hashing):
         new = dict(self.base)
         for path, kind, mode, mtime_ns, payload in entries:
             new[path] = (kind, mode, mtime_ns, payload)
-        for path in list(self.clean):
-            if self.pristine.get(path) != new.get(path):
-                del self.clean[path]
-        self.pristine = new
+        self._switch(new)
         return self.restore()
 
     def capture(self):
@@ -151,6 +148,59 @@ class Tree(hashing.Hashing):
         except OSError:
             return None
         return None
+
+    # -- snapshots ---------------------------------------------------------------------
+
+    def snapshot(self, previous=None):
+        """The whole tree now as a pristine state ``{rel: (kind, mode, mtime, payload)}``,
+        and what it read (pass it as ``previous`` to the next snapshot).
+
+        Entries unchanged since the last restore share the pristine state's values, and
+        entries unchanged since ``previous`` share its values (only changed files are
+        read and kept), so a snapshot costs the changes, not the tree.
+        """
+        previous = previous or {}
+        state, reads = {}, {}
+        now = time.time_ns()
+        grants = fsops.Grants()
+        try:
+            for rel, st in self._scan(frozenset(), grants).items():
+                want = self.pristine.get(rel)
+                if want is not None and self._trusted(rel, st):
+                    state[rel] = want
+                    continue
+                last = previous.get(rel)
+                if (last is not None and last[0] == st.st_ino and last[1] == st.st_ctime_ns
+                        and st.st_ctime_ns + TRUST_NS < last[2]):
+                    state[rel], reads[rel] = last[3], last
+                    continue
+                entry = self._captured(rel, st, grants)
+                if entry is None:
+                    continue
+                value = want if entry[1:] == want else entry[1:]
+                state[rel] = value
+                if value is not want:
+                    reads[rel] = (st.st_ino, st.st_ctime_ns, now, value)
+        finally:
+            grants.revert()
+        return state, reads
+
+    def restore_to(self, state):
+        """Bring the tree to ``state`` (of :meth:`snapshot`); the pristine state stays."""
+        pristine = self.pristine
+        self._switch(state)
+        try:
+            return self.restore()
+        finally:
+            self._switch(pristine)
+
+    def _switch(self, new):
+        """Make ``new`` the state restores go to, keeping only the records still true."""
+        old = self.pristine
+        for path in list(self.clean):
+            if old.get(path) is not new.get(path) and old.get(path) != new.get(path):
+                del self.clean[path]
+        self.pristine = new
 
     # -- restore -----------------------------------------------------------------------
 

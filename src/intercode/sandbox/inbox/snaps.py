@@ -1,0 +1,179 @@
+"""The supervisor's side of snapshots: file-tree states and held interpreters.
+
+Tree snapshots (``tree_snap``, ``tree_restore``, ``tree_drop``; ``tree_export`` and
+``tree_import`` move one to another sandbox, for a fork) keep the tree as a
+pristine-like state in the supervisor (see ``Tree.snapshot``); restoring kills every
+process, brings the tree to that state incrementally, and starts a fresh shell in the
+snapshot's directory (the host then replays the shell's state). Processes other than
+the shell at snapshot time are counted, so that the host can say they were not
+carried over.
+
+Held interpreters: the Python interpreter forks a paused copy of itself on a ``hold``
+request (see ``pyhold``) and reports its pid; the host registers it with the tree
+snapshot (``held``) and drops it with a later request (``drop_held``). Held copies
+survive interrupts and restarts (not resets); a ``tree_restore`` with a ``pid`` kills
+the interpreter and signals the held copy, which forks a new interpreter (an orphan, so
+that it becomes our child) and stays held, so that a snapshot survives any number of
+restores.
+"""
+
+import os
+import signal
+import time
+
+from . import proto, shell
+
+RESUME_TIMEOUT = 5.0
+
+
+def parent_of(pid):
+    """The parent pid of ``pid`` (``None`` if it is gone or a zombie)."""
+    try:
+        data = shell.proc_read("%d/stat" % pid)
+    except OSError:
+        return None
+    end = data.rfind(b")")
+    fields = data[end + 2:].split()
+    if fields[0] in (b"Z", b"X"):
+        return None
+    return int(fields[1])
+
+
+class Snapshots:
+    """Mixed into the supervisor: its ``tree``, ``shell``, ``_kill`` and ``_spawn_shell``."""
+
+    def init_snapshots(self):
+        """State: tree snapshots by id, held interpreter pids."""
+        self.tree_snaps = {}  # id -> (state, reads) of Tree.snapshot
+        self.last_snap = None
+        self.held = set()
+
+    def keep_alive(self):
+        """The processes a kill of the agent's processes spares (with the shell)."""
+        keep = set(self.held)
+        if self.shell.pid is not None:
+            keep.add(self.shell.pid)
+        return keep
+
+    def background(self):
+        """How many processes run besides the shell, the spare and the held copies."""
+        spare = () if self.shell.spare is None else (self.shell.spare[0],)
+        return len(shell.live_pids({1, os.getpid(), *self.keep_alive(), *spare}))
+
+    def _forget(self, msg):
+        """The drops the host queued since its last snapshot request (``drop``: tree
+        snapshot ids, ``drop_held``: held pids)."""
+        for ident in msg.get("drop", ()):
+            self.tree_snaps.pop(int(ident), None)
+        for pid in msg.get("drop_held", ()):
+            self._drop_held(int(pid))
+
+    def op_tree_snap(self, msg, blob):
+        """Keep the tree's state now as snapshot ``id`` (and register ``held``)."""
+        self._forget(msg)
+        if msg.get("held") is not None:
+            pid = int(msg["held"])
+            if self.shell.pid is None or parent_of(pid) != self.shell.pid:
+                return {"refused": "process %d is not a copy held by the interpreter" % pid}, b""
+            self.held.add(pid)
+        previous = self.tree_snaps.get(self.last_snap)
+        try:
+            self.tree_snaps[int(msg["id"])] = self.tree.snapshot(
+                previous[1] if previous else None)
+            self.last_snap = int(msg["id"])
+        except MemoryError:  # the agent's files do not fit in the supervisor's memory
+            return {"refused": "the sandbox's files are too large to keep a copy"}, b""
+        return {"background": self.background(), "cwd": self.shell.cwd() or "/"}, b""
+
+    def op_tree_restore(self, msg, blob):
+        """Kill everything (held copies excepted), bring the tree to snapshot ``id``, and
+        start a fresh shell in ``cwd`` or, with ``pid``, resume that held interpreter."""
+        self._forget(msg)
+        state = self.tree_snaps[int(msg["id"])][0]
+        pid = msg.get("pid")
+        if pid is not None and (pid not in self.held or parent_of(pid) is None):
+            self.held.discard(pid)
+            return {"gone": True}, b""
+        t0 = time.perf_counter()
+        self._kill(keep=tuple(self.held))
+        t1 = time.perf_counter()
+        stats = self.tree.restore_to(state)
+        t2 = time.perf_counter()
+        if pid is None:
+            self._spawn_shell(msg.get("cwd", "/"))
+        else:
+            self._resume(pid)
+        t3 = time.perf_counter()
+        stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3,
+                     spawn_ms=(t3 - t2) * 1e3)
+        return {"stats": stats, "shell_pid": self.shell.pid}, b""
+
+    def op_tree_export(self, msg, blob):
+        """Snapshot ``id``'s entries (for a fork in another sandbox)."""
+        state = self.tree_snaps[int(msg["id"])][0]
+        meta, data = proto.pack_entries((rel, *value) for rel, value in sorted(state.items()))
+        return {"entries": meta}, data
+
+    def op_tree_import(self, msg, blob):
+        """Keep entries another sandbox exported as snapshot ``id`` (values equal to the
+        pristine ones are shared with it)."""
+        pristine = self.tree.pristine
+        state = {}
+        for rel, *value in proto.unpack_entries(msg["entries"], blob):
+            parts = rel.split("/")
+            if rel.startswith("/") or "" in parts or "." in parts or ".." in parts \
+                    or value[0] not in ("d", "f", "l"):
+                raise ValueError("a malformed entry %r" % (rel,))
+            value = tuple(value)
+            state[rel] = pristine[rel] if pristine.get(rel) == value else value
+        self.tree_snaps[int(msg["id"])] = (state, {})
+        return {}, b""
+
+    def op_tree_drop(self, msg, blob):
+        """Forget snapshot ``id``."""
+        self.tree_snaps.pop(int(msg["id"]), None)
+        return {}, b""
+
+    def _drop_held(self, pid):
+        """Kill the held copy ``pid`` and wait until it is gone (it must not count as a
+        background process of the snapshot taken next)."""
+        if pid in self.held:
+            self.held.discard(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                return
+            deadline = time.monotonic() + RESUME_TIMEOUT
+            while parent_of(pid) is not None and time.monotonic() < deadline:
+                self.reap()
+                time.sleep(0.0001)
+            self.reap()
+
+    def _resume(self, pid):
+        """Replace the (killed) interpreter by a new fork of the held copy ``pid``."""
+        self._drain_actions()
+        self.freezer.thaw()
+        for held in self.held:  # a freeze may have stopped them
+            os.kill(held, signal.SIGCONT)
+        os.kill(pid, signal.SIGUSR1)
+        self.shell.pid = self._orphan(RESUME_TIMEOUT)
+        self.files_seen = self.files_used()
+
+    def _orphan(self, timeout):
+        """The pid of the new interpreter: the process that is our child and no other."""
+        spare = () if self.shell.spare is None else (self.shell.spare[0],)
+        known = {1, os.getpid(), *self.held, *spare}
+        deadline = time.monotonic() + timeout
+        delay = 0.0001
+        while True:
+            for pid in shell.live_pids(known):
+                if parent_of(pid) == os.getpid():
+                    return pid
+            if time.monotonic() > deadline:
+                raise RuntimeError("the held interpreter did not resume")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.005)
+
+    def forget_held(self, pid):
+        """A held copy died."""
+        self.held.discard(pid)

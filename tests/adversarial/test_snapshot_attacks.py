@@ -1,0 +1,152 @@
+"""Snapshots cannot be used to change a score, reach another session, or break the host.
+
+A snapshot handle is host-side and opaque; the environment restores only handles it
+issued in the current episode. The state a snapshot holds inside the sandbox (a tree
+copy in the supervisor, a held interpreter, databases in the SQL engine) is the
+agent's own: an agent that destroys it loses the restore (a clear SnapshotError), and
+nothing it does there reaches the host or another session.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+
+import intercode
+from intercode import testing
+from intercode.envs.snapshot import Snapshot
+from intercode.errors import SandboxError, SnapshotError
+
+
+def make(name: str):
+    env = intercode.make(name, dataset=testing.small_dataset(name)).unwrapped
+    env.reset(options={"task": 0})
+    return env
+
+
+@pytest.fixture(scope="module")
+def sql():
+    env = make("sql")
+    yield env
+    env.close()
+
+
+def test_forged_copied_and_pickled_snapshots_are_refused(sql):
+    sql.reset(options={"task": 0})
+    real = sql.snapshot()
+    forged = Snapshot.__new__(Snapshot)
+    for name in Snapshot.__slots__:
+        if name != "__weakref__":
+            object.__setattr__(forged, name, object.__getattribute__(real, name))
+    with pytest.raises(SnapshotError, match="released or belongs to an earlier episode"):
+        sql.restore(forged)
+    with pytest.raises(SnapshotError, match="not a snapshot taken by this environment"):
+        sql.restore(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="cannot be pickled or copied"):
+        copy.copy(real)
+    with pytest.raises(TypeError, match="cannot be pickled or copied"):
+        pickle.dumps(real)
+    with pytest.raises(AttributeError, match="immutable"):
+        real._turn = 0  # type: ignore[misc]
+    sql.restore(real)  # the real one still works
+
+
+def test_snapshots_of_another_environment_another_task_or_released_are_refused(sql):
+    other = make("sql")
+    try:
+        foreign = other.snapshot()
+        sql.reset(options={"task": 0})
+        with pytest.raises(SnapshotError, match="not a snapshot taken by this environment"):
+            sql.restore(foreign)
+    finally:
+        other.close()
+    old = sql.snapshot()
+    sql.reset(options={"task": 1})
+    with pytest.raises(SnapshotError, match="released or belongs to an earlier episode"):
+        sql.restore(old)
+    released = sql.snapshot()
+    released.release()
+    with pytest.raises(SnapshotError):
+        sql.restore(released)
+
+
+def test_restore_gives_back_the_snapshots_score_not_a_later_one(sql):
+    """A restore is the state of then: a solve after the snapshot does not survive it."""
+    sql.reset(options={"task": 0})
+    sql.step("SELECT 1")
+    snap = sql.snapshot()
+    low = sql.evaluate().reward
+    sql.step(sql.task.gold)
+    assert sql.evaluate().reward == 1.0
+    sql.restore(snap)
+    assert sql.evaluate().reward == low < 1.0
+
+
+def test_an_agent_that_kills_its_held_interpreters_loses_the_restore_cleanly():
+    env = make("python")
+    try:
+        env.step("secret = 41")
+        snap = env.snapshot()
+        kill = ("import os, signal\n"
+                "for p in os.listdir('/proc'):\n"
+                "    if p.isdigit() and int(p) not in (1, os.getpid()):\n"
+                "        try: os.kill(int(p), signal.SIGKILL)\n"
+                "        except OSError: pass\n")
+        env.step(kill)
+        with pytest.raises(SnapshotError, match="held interpreter is gone"):
+            env.restore(snap)
+        assert "2" in env.step("print(1 + 1)")[0]  # the episode goes on
+    finally:
+        env.close()
+
+
+def test_an_agent_cannot_resume_a_held_interpreter_into_its_score():
+    """SIGUSR1 to a held copy from inside makes one more process of the agent's (as
+    os.fork could); the restore still gives the snapshot's state and the reward is
+    decided in the gold's sandbox."""
+    env = make("python")
+    try:
+        env.step("x = 1")
+        snap = env.snapshot()
+        poke = ("import os, signal\n"
+                "for p in os.listdir('/proc'):\n"
+                "    if p.isdigit() and int(p) not in (1, os.getpid()):\n"
+                "        try: os.kill(int(p), signal.SIGUSR1)\n"
+                "        except OSError: pass\n"
+                "x = 2")
+        env.step(poke)
+        env.restore(snap)
+        assert env.step("print(x)")[0].strip() == "1"
+        assert env.evaluate().reward == 0.0  # nothing defined, nothing passes
+    finally:
+        env.close()
+
+
+def test_a_forged_tree_import_cannot_write_outside_the_tree(sandbox_factory):
+    box = sandbox_factory()
+    try:
+        for path in ("../etc/x", "/etc/x", "a/../../x", "a//b"):
+            with pytest.raises(SandboxError, match="malformed entry"):
+                box._request({"op": "tree_import", "id": 1,
+                              "entries": [[path, "f", 0o644, 0, 1]]}, b"x")
+    finally:
+        box.close()
+
+
+def test_the_snapshot_tree_copy_is_not_readable_from_the_sandbox():
+    """The supervisor holds the copy in its memory; it is not dumpable, so the agent's
+    shell cannot read it through /proc (a file deleted after the snapshot stays gone)."""
+    env = make("bash")
+    try:
+        env.step("echo hidden > /tmp/s")
+        snap = env.snapshot()
+        env.step("rm /tmp/s")
+        obs = env.step("cat /proc/1/mem 2>&1 | head -c 100; grep -l hidden /proc/1/environ "
+                       "/proc/1/cmdline 2>&1 | head -3; echo done")[0]
+        assert "hidden" not in obs.replace("/tmp/s", "")
+        env.restore(snap)
+        assert env.step("cat /tmp/s")[0] == "hidden\n"
+    finally:
+        env.close()
