@@ -1,4 +1,7 @@
-"""A real multi-node Ray cluster on this machine, started once per test session.
+"""A real multi-node Ray cluster on this machine, started once for the tests here and
+shut down right after the last of them (see :func:`pytest_runtest_teardown`): the rest of
+the suite must not run as its driver (a Ray 2.60 driver that sees a node die can end its
+whole process on an internal check, taking the test run with it).
 
 Ray is in the ``test`` extra (``scripts/setup test``). Without it these tests skip,
 except where INTERCODE_REQUIRE_RAY is set (CI), where they fail.
@@ -60,11 +63,32 @@ def ray_cluster(ray_env: Any) -> Iterator[Any]:
         cluster.add_node(**node_args())
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
+
+    def stop() -> None:
+        if _CLUSTERS:
+            _CLUSTERS.clear()
+            ray.shutdown()  # the driver leaves first, then the nodes go
+            cluster.shutdown()
+
+    _CLUSTERS.append(stop)
     try:
         yield cluster
     finally:
-        ray.shutdown()
-        cluster.shutdown()
+        stop()
+
+
+_CLUSTERS: list[Any] = []  # the running cluster's stop(), while there is one
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """After the last test of this folder (and its fixtures' teardown), stop the cluster:
+    a session fixture would keep it, and this process as its driver, until the run ends."""
+    result = yield
+    here = Path(__file__).parent
+    if _CLUSTERS and (nextitem is None or here not in Path(nextitem.path).parents):
+        _CLUSTERS[0]()
+    return result
 
 
 BROKEN = {"nobwrap": {"INTERCODE_BWRAP": "/nonexistent/bwrap"},
