@@ -403,6 +403,11 @@ class BwrapSandbox(base.Sandbox):
             msg["pid"] = held
         reply, _ = self._request(self._with_drops(msg))
         if reply.get("gone"):
+            if "shell_pid" in reply:  # it died mid-restore: a fresh interpreter took over
+                self._after_new_shell(reply, cwd)
+                raise SnapshotError("the snapshot's held interpreter is gone (killed inside "
+                                    "the sandbox); it cannot be restored, and the episode "
+                                    "goes on in a fresh interpreter")
             raise SnapshotError("the snapshot's held interpreter is gone (killed inside the "
                                 "sandbox); it cannot be restored")
         self._after_new_shell(reply, cwd)

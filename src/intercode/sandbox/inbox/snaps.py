@@ -102,7 +102,16 @@ class Snapshots:
         if pid is None:
             self._spawn_shell(msg.get("cwd", "/"))
         else:
-            self._resume(pid)
+            try:
+                self._resume(pid)
+            except (ProcessLookupError, RuntimeError) as exc:
+                # killed by the agent just before the check saw it die (its SIGKILL was
+                # still on its way): it vanished, or never answered the resume signal
+                if isinstance(exc, RuntimeError) and parent_of(pid) is not None:
+                    raise
+                self.held.discard(pid)
+                self._spawn_shell(msg.get("cwd", "/"))
+                return {"gone": True, "shell_pid": self.shell.pid}, b""
         t3 = time.perf_counter()
         stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3,
                      spawn_ms=(t3 - t2) * 1e3)
@@ -153,8 +162,11 @@ class Snapshots:
         """Replace the (killed) interpreter by a new fork of the held copy ``pid``."""
         self._drain_actions()
         self.freezer.thaw()
-        for held in self.held:  # a freeze may have stopped them
-            os.kill(held, signal.SIGCONT)
+        for held in list(self.held):  # a freeze may have stopped them
+            try:
+                os.kill(held, signal.SIGCONT)
+            except ProcessLookupError:  # the agent killed it: its snapshot is gone
+                self.held.discard(held)
         os.kill(pid, signal.SIGUSR1)
         self.shell.pid = self._orphan(RESUME_TIMEOUT)
         self.files_seen = self.files_used()
