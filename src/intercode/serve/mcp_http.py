@@ -113,7 +113,11 @@ class HttpGuard:
                 self.traffic.pop(sid, None)
                 with anyio.CancelScope(shield=True):
                     await self.service.end(sid)
-        await self._after(sid, seen)
+            elif (status is None or status >= 400) and self.traffic.get(sid) is seen and not (
+                    seen.streams or seen.requests or seen.listened or seen.watched):
+                del self.traffic[sid]  # refused, not a stream's session: nothing to keep
+        if not ended:
+            await self._after(sid, seen)
 
     def _prune(self) -> None:
         """Forget sessions not heard from for twice the idle timeout (they expired)."""
