@@ -12,6 +12,7 @@ Each task ends in one of these groups:
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,10 @@ def explain(record: dict[str, Any]) -> str:
         notes.append("changed file contents differ between two runs")
     if parts.get("answer_similarity", 0.33) < 0.33:
         notes.append(f"output differs between two runs (similarity {info.get('similarity'):.3f})")
+    if not notes and record.get("reward") not in (1, 1.0, None):
+        # no bash-style part explains it: show what the reward function recorded
+        shown = json.dumps(info, sort_keys=True, default=str)
+        notes.append(f"reward {record.get('reward')}: {shown[:600]}")
     return "; ".join(notes) or "scores 1.0"
 
 

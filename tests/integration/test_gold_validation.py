@@ -39,7 +39,8 @@ def test_sql_gold_validation_on_a_server(mysql_url):
 @pytest.mark.slow
 def test_python_gold_validation():
     report = validate("python", "mbpp", workers=2, progress=False)
-    assert report["errors"] == [] and report["unexpected"] == []
+    # an unexpected task shows its reward information (intermittent once: task 365)
+    assert report["errors"] == [] and report["unexpected"] == [], report["unexpected"]
     # 2 broken golds; task 122 takes the whole per-test time limit (known, time dependent)
     assert report["tasks"] == 974 and report["scored_one"] in (971, 972)
 
