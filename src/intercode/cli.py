@@ -54,13 +54,28 @@ def _settings(args: argparse.Namespace) -> EnvSettings:
                        gold_cache=not args.no_gold_cache)
 
 
+class _EnvNames(Sequence[str]):
+    """The environment names, looked up when argparse first checks or shows them: the
+    plugin scan costs start-up time that `intercode --help` need not pay."""
+
+    def __getitem__(self, index: Any) -> Any:
+        return names()[index]
+
+    def __len__(self) -> int:
+        return len(names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in names()
+
+
 def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
+    envs = _EnvNames()
+    what = "environment: %(choices)s (the built-in ones and every installed plugin)"
     if env_option:  # `serve`: --env ENV
-        p.add_argument("--env", required=True, choices=names(),
-                       help="environment (the built-in ones and every installed plugin)")
+        p.add_argument("--env", required=True, choices=envs, metavar="ENV", help=what)
     else:
-        p.add_argument("env", nargs="?", default="bash", choices=names(),
-                       help="environment (the built-in ones and every installed plugin)")
+        p.add_argument("env", nargs="?", default="bash", choices=envs, metavar="ENV",
+                       help=what)
     p.add_argument("--dataset", default=None,
                    help="a dataset name (see `intercode datasets`) or a JSON Lines file of "
                         "your own tasks (docs/datasets.md); default: the environment's")

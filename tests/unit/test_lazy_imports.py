@@ -121,3 +121,20 @@ def test_without_import_intercode_the_ids_are_unknown_as_before():
 def test_agent_names_match_the_policies():
     assert tuple(POLICIES) == STRATEGIES
     assert AGENTS[:3] == ("gold", "replay", "human")
+
+
+def test_top_level_help_scans_no_plugins():
+    """`intercode --help` lists sub-commands only: it neither imports importlib.metadata
+    (tens of ms) nor scans the plugin entry points; `eval --help` still names every
+    environment, plugins included."""
+    full_names = LOADED.replace('m.split(".")[0]', "m")
+    code, loaded = json.loads(fresh(full_names.format(argv=["--help"])))
+    assert code == 0
+    assert "importlib.metadata" not in loaded
+    shown = fresh("import contextlib, io\nfrom intercode.cli import main\n"
+                  "buf = io.StringIO()\n"
+                  "with contextlib.redirect_stdout(buf):\n"
+                  "    try:\n        main(['eval', '--help'])\n"
+                  "    except SystemExit:\n        pass\n"
+                  "print(buf.getvalue())")
+    assert "bash, sql, python, ctf" in " ".join(shown.split())

@@ -9,12 +9,10 @@ built-in benchmarks.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import sys
 import warnings
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 from typing import Any
 
 from intercode.benchmarks.spec import Benchmark
@@ -86,6 +84,8 @@ class EnvCreator:
         benchmark = get(self.name)
         cls = benchmark.env_class()
         if "dataset" not in kwargs:
+            import inspect  # only when a plugin registers a class (start-up time)
+
             param = inspect.signature(cls.__init__).parameters.get("dataset")
             default = None if param is None else param.default
             if not (isinstance(default, str) and default in benchmark.datasets):
@@ -126,6 +126,8 @@ def _ensure_loaded() -> None:
     if _loaded:
         return
     _loaded = True
+    from importlib.metadata import entry_points  # slow to import: only here
+
     for ep in entry_points(group=GROUP):
         try:
             for benchmark in _unpack(ep.load()):
@@ -144,6 +146,8 @@ def register_gym_ids() -> None:
     for benchmark in list(_REGISTRY.values()):  # those registered before Gymnasium loaded
         if benchmark.gym_id not in gym.registry:
             _register_gym(benchmark)
+    from importlib.metadata import entry_points  # slow to import: only here
+
     for ep in entry_points(group=GROUP):
         gym_id = f"intercode/{ep.name}-v0"
         if gym_id not in gym.registry:
