@@ -12,7 +12,8 @@ One server (bash, bash-demo) in a subprocess on a free loopback port, then:
              (k clients that have reset), and the growth per live session
   hold       how many live sessions the server holds at once, trying --hold of them
   stack      the server's guarded ASGI app driven in this process (no sockets): ping,
-             tools/call with nothing behind it, with a thread hop, the real execute; and
+             tools/call with nothing behind it (also on the SDK's sessionless 2026-07-28
+             path), with a thread hop, the real execute; and
              execute inline and in a worker thread (p50/p99, CPU per call)
   layers     one client's `execute("true")` (p50/p99): in process, over HTTP with a plain
              synchronous client (httpx2; the server's side), with a lean one (the standard
@@ -512,6 +513,23 @@ async def _stack(calls: int) -> dict[str, Any]:
 
             service.call = nothing  # type: ignore[method-assign]
             await timed("asgi_tools_call_nothing", call)
+            # the SDK's sessionless 2026-07-28 path (which this server refuses, having no
+            # session for an episode): the same call with nothing behind it
+            modern = _Asgi(app)
+            version = "2026-07-28"
+            modern.headers = {"mcp-protocol-version": version, "mcp-method": "tools/call",
+                              "mcp-name": "execute"}
+            envelope = {"io.modelcontextprotocol/protocolVersion": version,
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}
+            key = service.key
+            service.key = lambda ctx: sid  # type: ignore[method-assign]
+
+            async def modern_call() -> None:
+                await modern.rpc("tools/call", {**execute, "_meta": envelope})
+
+            await timed("asgi_tools_call_nothing_sessionless_2026", modern_call)
+            service.key = key  # type: ignore[method-assign]
             service.call = nothing_in_thread  # type: ignore[method-assign]
             await timed("asgi_tools_call_thread_hop", call)
             service.call = real  # type: ignore[method-assign]
@@ -526,8 +544,10 @@ def stack(calls: int) -> dict[str, Any]:
     """Each layer of the server in this process, no sockets: ``execute("true")`` inline
     and in a worker thread, a thread hop alone, then through the guarded ASGI app: ping,
     tools/call with nothing behind it, with a thread hop only, and the real execute."""
-    from intercode.serve.mcp_http import loop_options
-
+    try:  # the server's event loop (uvloop when installed)
+        from intercode.serve.mcp_http import loop_options
+    except ImportError:  # an older server: asyncio's
+        return anyio.run(_stack, calls)
     return anyio.run(_stack, calls, backend_options=loop_options())
 
 
