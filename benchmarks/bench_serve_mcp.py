@@ -11,19 +11,28 @@ One server (bash, bash-demo) in a subprocess on a free loopback port, then:
   rss        the server's VmRSS (and its sandboxes', summed) with k live sessions
              (k clients that have reset), and the growth per live session
   hold       how many live sessions the server holds at once, trying --hold of them
+  stack      the server's guarded ASGI app driven in this process (no sockets): ping,
+             tools/call with nothing behind it (also on the SDK's sessionless 2026-07-28
+             path), with a thread hop, the real execute; and
+             execute inline and in a worker thread (p50/p99, CPU per call)
   layers     one client's `execute("true")` (p50/p99): in process, over HTTP with a plain
-             synchronous client (the server's side), with the SDK's client; a bare
-             JSON-over-HTTP endpoint with the plain client (the HTTP floor)
+             synchronous client (httpx2; the server's side), with a lean one (the standard
+             library's http.client), with the SDK's client; a bare JSON-over-HTTP endpoint
+             (starlette + uvicorn) with both plain clients (the HTTP floor). --repeat K runs
+             it K times, alternating, and reports the median of each layer's p50s.
 Everything is bounded: each call has a time-out, the server is killed at the end.
+--phases picks phases (e.g. --phases layers for the before/after of a change).
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +42,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -216,8 +226,6 @@ uvicorn.run(Starlette(routes=[Route("/mcp", answer, methods=["POST"])]), host="1
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -252,6 +260,48 @@ def raw_rpc(url: str, calls: int, body: dict[str, Any],
     return samples
 
 
+def lean_rpc(url: str, calls: int, body: dict[str, Any], session: bool = True) -> list[float]:
+    """Like :func:`raw_rpc` with the standard library's ``http.client`` (one keep-alive
+    connection, no pool, no hooks): the least a client can cost."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port,
+                                      timeout=CALL_TIMEOUT)
+    conn.connect()
+    assert conn.sock is not None
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+
+    def post(payload: dict[str, Any]) -> tuple[http.client.HTTPResponse, bytes]:
+        conn.request("POST", parts.path, json.dumps(payload).encode(), headers)
+        answer = conn.getresponse()
+        return answer, answer.read()
+
+    samples = []
+    try:
+        if session:
+            hello, _ = post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                        "clientInfo": {"name": "bench", "version": "1"}}})
+            headers.update({"mcp-session-id": hello.headers["mcp-session-id"],
+                            "mcp-protocol-version": "2025-06-18"})
+            post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "reset", "arguments": {"task": 0}}})
+        for i in range(calls):
+            began = time.perf_counter()
+            answer, data = post({**body, "id": i + 2})
+            samples.append((time.perf_counter() - began) * 1000)
+            if answer.status != 200 or b'"error"' in data:
+                raise RuntimeError(f"{body['method']}: {data[:200]!r}")
+        if session:
+            conn.request("DELETE", parts.path, headers=headers)
+            conn.getresponse().read()
+    finally:
+        conn.close()
+    return samples
+
+
 async def sdk_calls(url: str, calls: int) -> list[float]:
     samples = []
     async with client(url) as c:
@@ -263,53 +313,242 @@ async def sdk_calls(url: str, calls: int) -> list[float]:
     return samples
 
 
-def layers(url: str, calls: int) -> dict[str, Any]:
-    """`execute("true")` in process, over HTTP with a plain client, and with the SDK's
-    client; a bare HTTP JSON endpoint with the same plain client (the HTTP floor)."""
+EXECUTE = {"jsonrpc": "2.0", "method": "tools/call",
+           "params": {"name": "execute", "arguments": {"code": "true"}}}
+PING = {"jsonrpc": "2.0", "method": "ping"}
+
+
+def inproc_true(calls: int) -> list[float]:
+    """``Session.execute("true")`` in this process: the floor of an MCP step."""
     from intercode.serve.sessions import ServeConfig, SessionPool
 
     pool = SessionPool(ServeConfig(env="bash", dataset=DATASET, max_sessions=1, warm=1))
     try:
         session = pool.open()
         session.reset(task=0)
-        inproc_samples = []
+        samples = []
         for _ in range(calls):
             began = time.perf_counter()
             session.execute("true")
-            inproc_samples.append((time.perf_counter() - began) * 1000)
+            samples.append((time.perf_counter() - began) * 1000)
     finally:
         pool.shutdown()
+    return samples
+
+
+def http_floor(calls: int) -> dict[str, list[float]]:
+    """A bare JSON endpoint (starlette + uvicorn, uvloop and httptools when installed, as
+    the server uses them) with both plain clients."""
     port = free_port()
     floor_proc = subprocess.Popen([sys.executable, "-c", FLOOR_APP, str(port)],
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    floor_url = f"http://127.0.0.1:{port}/mcp"
     try:
         assert floor_proc.stdout is not None
         floor_proc.stdout.readline()
         for _ in range(100):  # until it listens
             try:
-                raw_rpc(f"http://127.0.0.1:{port}/mcp", 1, {"jsonrpc": "2.0", "method": "ping"},
-                        session=False)
+                raw_rpc(floor_url, 1, PING, session=False)
                 break
             except httpx2.HTTPError:
                 time.sleep(0.1)
-        floor = raw_rpc(f"http://127.0.0.1:{port}/mcp", calls,
-                        {"jsonrpc": "2.0", "method": "ping"}, session=False)
+        return {"http_floor": raw_rpc(floor_url, calls, PING, session=False),
+                "http_floor_lean": lean_rpc(floor_url, calls, PING, session=False)}
     finally:
         floor_proc.kill()
         floor_proc.wait()
-    ping = raw_rpc(url, calls, {"jsonrpc": "2.0", "method": "ping"})
-    raw = raw_rpc(url, calls, {"jsonrpc": "2.0", "method": "tools/call",
-                               "params": {"name": "execute", "arguments": {"code": "true"}}})
-    sdk = anyio.run(sdk_calls, url, calls)
-    out: dict[str, Any] = {
-        "inproc_execute": summary(inproc_samples), "http_floor": summary(floor),
-        "raw_ping": summary(ping), "raw_execute": summary(raw), "sdk_execute": summary(sdk)}
+
+
+def layers_once(url: str, calls: int) -> dict[str, list[float]]:
+    out = {"inproc_execute": inproc_true(calls), **http_floor(calls)}
+    out["raw_ping"] = raw_rpc(url, calls, PING)
+    out["raw_execute"] = raw_rpc(url, calls, EXECUTE)
+    out["lean_execute"] = lean_rpc(url, calls, EXECUTE)
+    out["sdk_execute"] = anyio.run(sdk_calls, url, calls)
+    return out
+
+
+def layers(url: str, calls: int, repeat: int = 1) -> dict[str, Any]:
+    """`execute("true")` in process, over HTTP with the plain clients and with the SDK's
+    client; a bare HTTP JSON endpoint with the plain clients (the HTTP floor). With
+    ``repeat`` > 1: every layer ``repeat`` times, and the median of its p50s."""
+    rounds = [layers_once(url, calls) for _ in range(repeat)]
+    out: dict[str, Any] = {}
+    for name in rounds[0]:
+        p50s = [statistics.median(r[name]) for r in rounds]
+        everything = [x for r in rounds for x in r[name]]
+        out[name] = {**summary(everything), "p50_ms": round(statistics.median(p50s), 2),
+                     "p50_ms_each_round": [round(x, 2) for x in p50s]}
     base = out["inproc_execute"]["p50_ms"]
     out["overhead_p50_ms"] = {
         "server_with_plain_client": round(out["raw_execute"]["p50_ms"] - base, 2),
         "of_which_plain_http": out["http_floor"]["p50_ms"],
+        "server_with_lean_client": round(out["lean_execute"]["p50_ms"] - base, 2),
+        "of_which_lean_http": out["http_floor_lean"]["p50_ms"],
         "sdk_client": round(out["sdk_execute"]["p50_ms"] - base, 2)}
     return out
+
+
+# -- the server's stack, without sockets ------------------------------------------------------
+
+class _Asgi:
+    """The server's guarded ASGI app driven in this process (no sockets, no HTTP parsing):
+    what each layer of the server costs a request."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.headers: dict[str, str] = {}
+        self.next_id = 0
+
+    async def post(self, body: dict[str, Any]) -> tuple[int, dict[bytes, bytes], bytes]:
+        raw = json.dumps(body).encode()
+        headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+                   (b"accept", b"application/json, text/event-stream"),
+                   (b"content-length", str(len(raw)).encode())]
+        headers += [(k.encode(), v.encode()) for k, v in self.headers.items()]
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "POST", "scheme": "http", "path": "/mcp", "raw_path": b"/mcp",
+                 "query_string": b"", "root_path": "", "headers": headers,
+                 "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000), "state": {}}
+        sent: list[dict[str, Any]] = []
+        given = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal given
+            if given:
+                await anyio.sleep_forever()
+            given = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await self.app(scope, receive, send)
+        return (sent[0]["status"], dict(sent[0]["headers"]),
+                b"".join(m.get("body", b"") for m in sent[1:]))
+
+    async def rpc(self, method: str, params: dict[str, Any] | None = None) -> bytes:
+        self.next_id += 1
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            body["params"] = params
+        status, _, payload = await self.post(body)
+        if status != 200 or b'"error"' in payload or b'"isError":true' in payload:
+            raise RuntimeError(f"{method}: {status} {payload[:200]!r}")
+        return payload
+
+
+async def _stack(calls: int) -> dict[str, Any]:
+    from intercode.serve.mcp_http import build_app
+    from intercode.serve.mcp_server import McpService
+    from intercode.serve.sessions import ServeConfig
+
+    service = McpService(ServeConfig(env="bash", dataset=DATASET, max_sessions=2, warm=1),
+                         "http")
+    app = build_app(service, "127.0.0.1", None)
+    asgi = _Asgi(app)
+    to_app: Any
+    from_app: Any
+    to_app, app_in = anyio.create_memory_object_stream[dict[str, Any]](4)
+    app_out, from_app = anyio.create_memory_object_stream[dict[str, Any]](4)
+    results: dict[str, Any] = {}
+
+    async def timed(name: str, call: Any) -> None:
+        for _ in range(min(50, calls)):
+            await call()
+        samples = []
+        cpu = time.process_time()
+        for _ in range(calls):
+            began = time.perf_counter()
+            await call()
+            samples.append((time.perf_counter() - began) * 1000)
+        results[name] = {**summary(samples), "cpu_ms": round(
+            (time.process_time() - cpu) * 1000 / calls, 3)}
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(app, {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
+                          app_in.receive, app_out.send)
+            await to_app.send({"type": "lifespan.startup"})
+            await from_app.receive()
+            await service.start()
+            _, headers, _ = await asgi.post({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "bench", "version": "1"}}})
+            sid = headers[b"mcp-session-id"].decode()
+            asgi.headers = {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+            await asgi.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await asgi.rpc("tools/call", {"name": "reset", "arguments": {"task": 0}})
+            session = service.bound[sid]
+            execute = {"name": "execute", "arguments": {"code": "true"}}
+
+            async def inline() -> None:
+                session.execute("true")
+
+            async def hop() -> None:
+                await service.run(session.execute, "true")
+
+            async def hop_nothing() -> None:
+                await service.run(int)
+
+            async def ping() -> None:
+                await asgi.rpc("ping")
+
+            async def call() -> None:
+                await asgi.rpc("tools/call", execute)
+
+            await timed("execute_inline", inline)
+            await timed("thread_hop_nothing", hop_nothing)
+            await timed("execute_in_worker_thread", hop)
+            await timed("asgi_ping", ping)
+            real = service.call
+
+            async def nothing(key: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+                return {"output": "", "exit_code": 0}
+
+            async def nothing_in_thread(key: str, tool: str,
+                                        args: dict[str, Any]) -> dict[str, Any]:
+                return await service.run(dict)
+
+            service.call = nothing  # type: ignore[method-assign]
+            await timed("asgi_tools_call_nothing", call)
+            # the SDK's sessionless 2026-07-28 path (which this server refuses, having no
+            # session for an episode): the same call with nothing behind it
+            modern = _Asgi(app)
+            version = "2026-07-28"
+            modern.headers = {"mcp-protocol-version": version, "mcp-method": "tools/call",
+                              "mcp-name": "execute"}
+            envelope = {"io.modelcontextprotocol/protocolVersion": version,
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}
+            key = service.key
+            service.key = lambda ctx: sid  # type: ignore[method-assign]
+
+            async def modern_call() -> None:
+                await modern.rpc("tools/call", {**execute, "_meta": envelope})
+
+            await timed("asgi_tools_call_nothing_sessionless_2026", modern_call)
+            service.key = key  # type: ignore[method-assign]
+            service.call = nothing_in_thread  # type: ignore[method-assign]
+            await timed("asgi_tools_call_thread_hop", call)
+            service.call = real  # type: ignore[method-assign]
+            await timed("asgi_tools_call_execute", call)
+            tg.cancel_scope.cancel()
+    finally:
+        service.shutdown()
+    return results
+
+
+def stack(calls: int) -> dict[str, Any]:
+    """Each layer of the server in this process, no sockets: ``execute("true")`` inline
+    and in a worker thread, a thread hop alone, then through the guarded ASGI app: ping,
+    tools/call with nothing behind it, with a thread hop only, and the real execute."""
+    try:  # the server's event loop (uvloop when installed)
+        from intercode.serve.mcp_http import loop_options
+    except ImportError:  # an older server: asyncio's
+        return anyio.run(_stack, calls)
+    return anyio.run(_stack, calls, backend_options=loop_options())
 
 
 # -- the floor -----------------------------------------------------------------------------
@@ -344,29 +583,45 @@ def main() -> int:
     parser.add_argument("--hold", type=int, default=64)
     parser.add_argument("--inproc-calls", type=int, default=200)
     parser.add_argument("--layer-calls", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the layers phase")
+    parser.add_argument("--phases", default="stack,inproc,layers,load,rss_hold",
+                        help="comma-separated: stack, inproc, layers, load, rss_hold")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    phases = set(args.phases.split(","))
     os.environ.setdefault("INTERCODE_DATA_MIRROR", str(
         Path(__file__).resolve().parents[2] / "shared" / "datasets" / "intercode"))
 
     report: dict[str, Any] = {"machine": {"cpus": os.cpu_count(),
                                           "load_avg": os.getloadavg()}}
-    report["inproc"] = inproc(args.inproc_calls)
+    report["server_src"] = str(Path(__import__("intercode").__file__).parent)
+    if "stack" in phases:
+        report["stack"] = stack(args.layer_calls)
+    if "inproc" in phases:
+        report["inproc"] = inproc(args.inproc_calls)
     proc, url = start_server(max(args.hold, args.clients))
     try:
-        cpu = cpu_s(proc.pid)
-        report["layers"] = layers(url, args.layer_calls)
-        report["load"] = anyio.run(load, url, args.clients, args.episodes)
-        calls = sum(c["n"] for c in report["load"]["calls"].values())
-        report["load"]["server_cpu_ms_per_call"] = round(
-            (cpu_s(proc.pid) - cpu) * 1000 / calls, 2)
-        report["rss_hold"] = anyio.run(rss_and_hold, proc, url, args.hold)
+        if "layers" in phases:
+            cpu = cpu_s(proc.pid)
+            report["layers"] = layers(url, args.layer_calls, args.repeat)
+            # the server handles four of the layers: raw ping, raw, lean and SDK execute
+            report["layers"]["server_cpu_ms_per_call"] = round(
+                (cpu_s(proc.pid) - cpu) * 1000 / (4 * args.layer_calls * args.repeat), 3)
+        if "load" in phases:
+            cpu = cpu_s(proc.pid)
+            report["load"] = anyio.run(load, url, args.clients, args.episodes)
+            calls = sum(c["n"] for c in report["load"]["calls"].values())
+            report["load"]["server_cpu_ms_per_call"] = round(
+                (cpu_s(proc.pid) - cpu) * 1000 / calls, 2)
+        if "rss_hold" in phases:
+            report["rss_hold"] = anyio.run(rss_and_hold, proc, url, args.hold)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(20)
         except subprocess.TimeoutExpired:
             proc.kill()
+    report["machine"]["load_avg_after"] = os.getloadavg()
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:

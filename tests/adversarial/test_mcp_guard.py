@@ -58,3 +58,52 @@ def test_made_up_session_ids_leave_no_bookkeeping(status):
 
     anyio.run(main)
     assert guard.traffic == {}
+
+
+def recording(name: str, calls: list[str], status: int = 200) -> Any:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        calls.append(name)
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+    return app
+
+
+async def answer(guard: HttpGuard, path: str, headers: list[tuple[bytes, bytes]]) -> int:
+    scope = {"type": "http", "method": "POST", "path": path, "headers": headers}
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await guard(scope, receive, send)
+    return int(sent[0]["status"])
+
+
+def test_the_token_guards_the_mcp_endpoint_and_every_other_path():
+    """The guard hands /mcp straight to the SDK's session manager (past starlette's
+    routing): the token is asked for before either is reached, and a second
+    Authorization header does not stand in for a wrong first one."""
+    calls: list[str] = []
+    guard = HttpGuard(recording("app", calls), Service(), token="t0ken",  # type: ignore[arg-type]
+                      endpoint=recording("endpoint", calls))
+
+    async def main() -> None:
+        sid = (b"mcp-session-id", b"abc")
+        for path in (PATH, "/other", PATH + "/"):
+            for headers in ([], [(b"authorization", b"Bearer wrong")],
+                            [(b"authorization", b"Bearer wrong"),
+                             (b"authorization", b"Bearer t0ken")],
+                            [(b"authorization", b"t0ken"), sid]):
+                assert await answer(guard, path, headers) == 401, (path, headers)
+        assert calls == []
+        good = [(b"authorization", b"Bearer t0ken")]
+        assert await answer(guard, PATH, good) == 200
+        assert await answer(guard, PATH, [*good, sid]) == 200
+        assert await answer(guard, "/other", good) == 200
+        assert await answer(guard, PATH + "/", [*good, sid]) == 200
+        assert calls == ["endpoint", "endpoint", "app", "app"]
+
+    anyio.run(main)

@@ -28,10 +28,11 @@ import socket
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
+from mcp.server import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from intercode.errors import ConfigError
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 PATH = "/mcp"
 MAX_BODY = 2 << 20  # bytes of one request (an action is at most 1 Mi characters)
 BACKLOG = 256
+_SID = MCP_SESSION_ID_HEADER.lower().encode("latin-1")  # ASGI header names are lower case
 
 
 @dataclass
@@ -59,8 +61,12 @@ class HttpGuard:
     """ASGI middleware: the bearer token, and the end of the SDK's sessions."""
 
     def __init__(self, app: ASGIApp, service: McpService, token: str | None,
-                 path: str = PATH, reconnect_grace: float = 5.0) -> None:
+                 path: str = PATH, reconnect_grace: float = 5.0,
+                 endpoint: ASGIApp | None = None) -> None:
         self.app = app
+        # requests to `path` go straight to `endpoint` (the SDK's session manager), past
+        # the routing and exception middleware of `app` (which still serves the rest)
+        self.endpoint = endpoint or app
         self.service = service
         self.expected = None if token is None else f"Bearer {token}".encode()
         self.path = path
@@ -72,13 +78,21 @@ class HttpGuard:
         if scope["type"] != "http":  # lifespan
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
+        authorization = sid = None
+        for name, value in scope["headers"]:  # the raw list: no Headers object per request
+            if name == b"authorization":
+                authorization = authorization or value
+            elif name == _SID and sid is None:
+                sid = value.decode("latin-1")
         if self.expected is not None and not hmac.compare_digest(
-                headers.get("authorization", "").encode("latin-1"), self.expected):
+                authorization or b"", self.expected):
             await _reply(send, 401, "missing or wrong bearer token (Authorization: Bearer "
                                     "<token>)", {"www-authenticate": 'Bearer realm="intercode"'})
             return
-        sid = headers.get(MCP_SESSION_ID_HEADER)
+        app = self.endpoint if scope["path"] == self.path else self.app
+        if not sid or scope["path"] != self.path:
+            await app(scope, receive, send)
+            return
         status: int | None = None
 
         async def watch(message: Message) -> None:
@@ -87,9 +101,6 @@ class HttpGuard:
                 status = int(message["status"])
             await send(message)
 
-        if not sid or scope["path"] != self.path:
-            await self.app(scope, receive, watch)
-            return
         stream = scope["method"] == "GET"
         self._prune()
         seen = self.traffic.setdefault(sid, _Traffic())
@@ -99,7 +110,7 @@ class HttpGuard:
         else:
             seen.requests += 1
         try:
-            await self.app(scope, receive, watch)
+            await app(scope, receive, watch)
         finally:
             seen.last = time.monotonic()
             if stream:
@@ -222,7 +233,31 @@ def build_app(service: McpService, host: str, token: str | None) -> HttpGuard:
         session_idle_timeout=config.idle_timeout,
         # protocol sessions are cheap until they reset; the pool caps the sandboxes
         max_sessions=max(16, 4 * config.max_sessions), host=host)
-    return HttpGuard(app, service, token, reconnect_grace=config.reconnect_grace)
+    untraced(service.server)
+    return HttpGuard(app, service, token, reconnect_grace=config.reconnect_grace,
+                     endpoint=service.server.session_manager.handle_request)
+
+
+def untraced(server: Server[Any]) -> None:
+    """Drop the SDK's OpenTelemetry middleware when no tracer provider is set up (its
+    spans would go nowhere, and it costs every request a span); with one, tracing
+    stays."""
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        server.middleware = [m for m in server.middleware
+                             if type(m).__name__ != "OpenTelemetryMiddleware"]
+
+
+def loop_options() -> dict[str, Any]:
+    """anyio's backend options: uvloop's event loop when it is installed (a request
+    costs less there than on asyncio's; docs/serving.md, Performance)."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
 
 
 async def serve_http(service: McpService, host: str, port: int, token: str | None) -> None:
@@ -234,7 +269,9 @@ async def serve_http(service: McpService, host: str, port: int, token: str | Non
         await service.start()
         server = uvicorn.Server(uvicorn.Config(
             build_app(service, host, token), log_config=None, access_log=False,
-            lifespan="on", timeout_graceful_shutdown=2))
+            lifespan="on", timeout_graceful_shutdown=2,
+            # bound to loopback or behind a token: no proxy to trust, no headers to add
+            proxy_headers=False, server_header=False))
         print(f"intercode serve mcp: serving {service.config.env} ({service.config.dataset}) "
               f"on {url(sock)}", file=sys.stderr, flush=True)
         # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again

@@ -30,6 +30,7 @@ tracebacks stay in the server's log. An unknown tool is a JSON-RPC error
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import sys
@@ -85,6 +86,7 @@ class Param:
     description: str
 
 
+@functools.cache  # read-only; checked on every call
 def _params(env: str) -> dict[str, dict[str, Param]]:
     submit: dict[str, Param] = {}
     if get(env).parsing.submit_argument:  # elsewhere `submit x` would run as an action
@@ -189,11 +191,18 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def ok_result(data: dict[str, Any]) -> types.CallToolResult:
-    """A tool's answer: the data as JSON text and as structured content."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
-        structured_content=data)
+# the fields a CallToolResult's wire form has by default (isError, resultType), taken
+# from the SDK's model so that they follow it
+_OK_DEFAULTS = types.CallToolResult(content=[]).model_dump(
+    by_alias=True, mode="json", exclude_none=True, exclude={"content"})
+
+
+def ok_result(data: dict[str, Any]) -> dict[str, Any]:
+    """A tool's answer: the data as JSON text and as structured content, in the wire form
+    of a ``CallToolResult`` (the SDK validates it against that model on the way out; a
+    model built here would be dumped, validated and dumped again)."""
+    return {"content": [{"type": "text", "text": json.dumps(data, ensure_ascii=False)}],
+            "structuredContent": data, **_OK_DEFAULTS}
 
 
 def error_result(code: str, message: str) -> types.CallToolResult:
@@ -325,7 +334,8 @@ class McpService:
         return await self.run(session.submit, args.get("answer"))
 
     async def call_tool(self, ctx: ServerRequestContext[Any, Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+                        params: types.CallToolRequestParams
+                        ) -> types.CallToolResult | dict[str, Any]:
         """``tools/call``: every failure a one-line tool error, never a traceback."""
         if params.name not in self.params:
             raise MCPError(types.INVALID_PARAMS,
@@ -387,8 +397,10 @@ class McpService:
                           "your sandbox; evaluate scores the current state without ending "
                           "the episode; submit ends it with the reward. The resource "
                           f"{TASK_URI} is the current task."),
-            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+            on_list_tools=self.list_tools,
             on_list_resources=self.list_resources, on_read_resource=self.read_resource)
+        # registered by method, not as on_call_tool, so that its answers may be wire dicts
+        server.add_request_handler("tools/call", types.CallToolRequestParams, self.call_tool)
         if self.transport == "http":
             server.add_request_handler("server/discover", types.RequestParams,
                                        self.refuse_discover)
@@ -434,12 +446,12 @@ def serve(config: ServeConfig, transport: Transport = "stdio", host: str = "127.
         return 0
     if transport != "http":
         raise ConfigError(f"unknown transport {transport!r}")
-    from intercode.serve.mcp_http import check_host, serve_http
+    from intercode.serve.mcp_http import check_host, loop_options, serve_http
 
     check_host(host, token)
     service = McpService(config, "http")
     try:
-        anyio.run(serve_http, service, host, port, token)
+        anyio.run(serve_http, service, host, port, token, backend_options=loop_options())
     except KeyboardInterrupt:
         pass
     return 0
