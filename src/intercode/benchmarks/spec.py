@@ -101,7 +101,9 @@ class Benchmark:
     checks (:mod:`intercode.testing`): ``test_dataset`` is a small dataset (default: the
     default one) and ``echo`` an action that prints ``{text}`` and succeeds.
     ``sandbox`` is the sandbox backend the environment runs on, checked before a run
-    writes anything (``None``: it needs none).
+    writes anything (``None``: it needs none). ``sandbox_profile`` (``base`` or ``ctf``)
+    and ``sandbox_packages`` (more Debian packages, e.g. ``("nodejs",)``) make the pinned
+    root file system its sandboxes mount (:mod:`intercode.sandbox.rootfs`).
     """
 
     name: str
@@ -122,6 +124,8 @@ class Benchmark:
     test_dataset: str | None = None
     echo: str = "echo {text}"
     sandbox: str | None = "bwrap"
+    sandbox_profile: str = "base"
+    sandbox_packages: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -135,6 +139,10 @@ class Benchmark:
                 raise ConfigError(f"benchmark {self.name}: {name!r} is not one of its datasets")
         if "{text}" not in self.echo:
             raise ConfigError(f"benchmark {self.name}: echo must contain {{text}}")
+        from intercode.sandbox.rootfs import packages
+
+        object.__setattr__(self, "sandbox_packages", tuple(self.sandbox_packages))
+        packages(self.sandbox_profile, self.sandbox_packages)  # ConfigError if malformed
         unknown = set(self.options) - set(OPTIONS)
         if unknown:
             raise ConfigError(f"benchmark {self.name}: unknown options {sorted(unknown)}; "

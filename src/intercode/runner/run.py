@@ -32,7 +32,7 @@ from intercode.runner.progress import Progress
 from intercode.runner.records import SCHEMA
 from intercode.runner.summary import summarize
 from intercode.runner.worker import WorkerSpec
-from intercode.sandbox import preflight
+from intercode.sandbox import preflight, rootfs
 
 log = logging.getLogger(__name__)
 RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
@@ -117,11 +117,14 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
     backend = get(cfg.env).sandbox
+    root: dict[str, Any] | None = None
     if backend is not None and cfg.executor == "local":
         preflight(backend)  # no bwrap: one line, and no run folder left behind
-    # (on Ray, each actor checks its own node as it starts)
+        # the root file system, built here once (not by each worker) if missing
+        root = rootfs.describe(rootfs.benchmark_root(cfg.env))
+    # (on Ray, each actor checks its own node as it starts, and builds its own root)
     with RunFolder(cfg.output):
-        return _run(cfg, dataset, tasks, progress)
+        return _run(cfg, dataset, tasks, progress, root)
 
 
 def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
@@ -202,11 +205,12 @@ def _few(items: list[int], shown: int = 10) -> str:
 
 
 def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
-         progress: bool) -> dict[str, Any]:
+         progress: bool, root: dict[str, Any] | None = None) -> dict[str, Any]:
     out = cfg.output
     results = ResultsLog(out / "results.jsonl")
     messages = MessageTable(out / MESSAGES_FILE)
     config = _config_record(cfg, dataset.revision, tasks)
+    config["rootfs"] = root
     previous = _previous(cfg, results, config, len(dataset))
     messages.open_existing()
     save_json(out / "config.json", config)
