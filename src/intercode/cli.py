@@ -552,8 +552,8 @@ def cmd_image(args: argparse.Namespace) -> int:
     if args.image_command == "list":
         found = rootfs.built()
         for root in found:
-            extra = ",".join(root.manifest.get("extra", []))
-            print(f"rootfs {root.short}  {root.profile}{'+' + extra if extra else ''}  "
+            added = ",".join(root.manifest.get("extra", []))
+            print(f"rootfs {root.short}  {root.profile}{'+' + added if added else ''}  "
                   f"{len(root.manifest.get('versions', {}))} packages  built "
                   f"{root.manifest.get('built', '?')}  {root.path}")
         if not found:
