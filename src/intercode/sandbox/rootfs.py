@@ -58,7 +58,8 @@ CTF_PACKAGES = (
 )
 PROFILES: dict[str, tuple[str, ...]] = {"base": BASE_PACKAGES,
                                         "ctf": BASE_PACKAGES + CTF_PACKAGES}
-HOST_ONLY = frozenset({"bubblewrap", "python3-venv", "slirp4netns"})
+# what only the host needs: the sandbox itself, the venv, the root's builder, the network
+HOST_ONLY = frozenset({"bubblewrap", "python3-venv", "mmdebstrap", "slirp4netns"})
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
 INSTALL_HINT = "install it with: sudo apt-get install mmdebstrap (Debian 11+, Ubuntu 22.04+)"
 
