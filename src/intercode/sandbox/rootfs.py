@@ -234,7 +234,7 @@ def mmdebstrap_command(names: Iterable[str], target: str, mode: str) -> list[str
     """The ``mmdebstrap`` command line building ``names`` into ``target``."""
     mirror = os.environ.get("INTERCODE_DEBIAN_MIRROR")
     cmd = ["mmdebstrap", f"--variant={VARIANT}", f"--mode={mode}",
-           f"--include={','.join(names)}", "--quiet", SUITE, target]
+           f"--include={','.join(names)}", SUITE, target]
     if mirror:
         cmd.append(mirror)
     return cmd
@@ -337,6 +337,10 @@ def build(profile: str = "base", extra: Iterable[str] = (), *, rebuild: bool = F
                         "mode": _mode()}
             (work / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
             final = base / ident
+            if final.exists() and _load(final) is None:  # damaged: replaced
+                trash = Path(tempfile.mkdtemp(prefix="building-damaged-", dir=base))
+                os.rename(final, trash / "old")
+                shutil.rmtree(trash, ignore_errors=True)
             if final.exists():  # the same packages at the same versions: keep the old one
                 shutil.rmtree(work, ignore_errors=True)
             else:
