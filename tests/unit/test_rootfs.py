@@ -264,3 +264,14 @@ def test_image_tags_name_the_profile_and_identity(fake):
         f"intercode/sandbox:ctf-{rootfs.find('ctf').identity[:12]}"
     assert images.image_tag(rootfs.build("base", ["nodejs"])).startswith(
         "intercode/sandbox:base-plus-")
+
+
+def test_other_users_find_the_machines_roots(fake, monkeypatch):
+    built = rootfs.build("base")  # in INTERCODE_ROOTFS_CACHE, standing for /var/cache
+    monkeypatch.setattr(rootfs, "SYSTEM_CACHE", rootfs.cache_root())
+    monkeypatch.delenv("INTERCODE_ROOTFS_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(fake / "xdg"))
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert rootfs.cache_root() == fake / "xdg" / "intercode" / "rootfs"
+    assert rootfs.find("base") == built and rootfs.built() == [built]
+    assert rootfs.build("base") == built and runs(fake) == 1

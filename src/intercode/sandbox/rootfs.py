@@ -58,6 +58,8 @@ CTF_PACKAGES = (
 )
 PROFILES: dict[str, tuple[str, ...]] = {"base": BASE_PACKAGES,
                                         "ctf": BASE_PACKAGES + CTF_PACKAGES}
+# the machine's roots (built as root); other users find them there too
+SYSTEM_CACHE = Path("/var/cache/intercode/rootfs")
 # what only the host needs: the sandbox itself, the venv, the root's builder, the network
 HOST_ONLY = frozenset({"bubblewrap", "python3-venv", "mmdebstrap", "slirp4netns"})
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
@@ -138,7 +140,7 @@ def cache_root() -> Path:
     if explicit:
         return Path(explicit)
     if os.geteuid() == 0:
-        return Path("/var/cache/intercode/rootfs")
+        return SYSTEM_CACHE
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "intercode" / "rootfs"
 
@@ -193,29 +195,42 @@ def _load(folder: Path) -> RootFs | None:
     return RootFs(root, ident, manifest)
 
 
+def search_path() -> list[Path]:
+    """Where built roots are looked for: :func:`cache_root`, then (for a user other than
+    root, unless ``INTERCODE_ROOTFS_CACHE`` is set) the machine's :data:`SYSTEM_CACHE`,
+    so that a root built once with ``sudo intercode image build`` serves every user."""
+    found = [cache_root()]
+    if not os.environ.get("INTERCODE_ROOTFS_CACHE") and os.geteuid() != 0:
+        found.append(SYSTEM_CACHE)
+    return found
+
+
 def find(profile: str = "base", extra: Iterable[str] = ()) -> RootFs | None:
     """The built root of this request, or None."""
     names = packages(profile, extra)
-    base = cache_root()
-    pointer = _read_json(base / "requests" / f"{request_key(names)}.json")
-    if pointer is None or not isinstance(pointer.get("identity"), str):
-        return None
-    ident = pointer["identity"]
-    if not re.fullmatch(r"[0-9a-f]{64}", ident):
-        return None
-    return _load(base / ident)
+    for base in search_path():
+        pointer = _read_json(base / "requests" / f"{request_key(names)}.json")
+        if pointer is None or not isinstance(pointer.get("identity"), str):
+            continue
+        ident = pointer["identity"]
+        if not re.fullmatch(r"[0-9a-f]{64}", ident):
+            continue
+        loaded = _load(base / ident)
+        if loaded is not None:
+            return loaded
+    return None
 
 
 def built() -> list[RootFs]:
-    """Every built root in the cache."""
-    base = cache_root()
+    """Every built root in the caches of :func:`search_path`."""
     found = []
-    if base.is_dir():
-        for folder in sorted(base.iterdir()):
-            if re.fullmatch(r"[0-9a-f]{64}", folder.name):
-                loaded = _load(folder)
-                if loaded is not None:
-                    found.append(loaded)
+    for base in search_path():
+        if base.is_dir():
+            for folder in sorted(base.iterdir()):
+                if re.fullmatch(r"[0-9a-f]{64}", folder.name):
+                    loaded = _load(folder)
+                    if loaded is not None:
+                        found.append(loaded)
     return found
 
 
