@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from intercode.envs.bash import BashEnv
-from intercode.errors import SandboxUnavailableError
+from intercode.errors import ConfigError, SandboxUnavailableError
 from intercode.runner.run import RunConfig, execute
 from intercode.sandbox import rootfs
 from intercode.sandbox.layout import Layout
@@ -58,6 +58,23 @@ def test_config_json_records_the_roots_identity(tmp_path):
     assert config["rootfs"] == {"kind": "pinned", "path": str(built.path),
                                 "identity": built.identity, "profile": "base", "extra": [],
                                 "suite": rootfs.SUITE}
+
+
+def test_a_run_resumes_only_on_its_own_root(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    monkeypatch.setenv("INTERCODE_ROOTFS", "host")
+    execute(RunConfig(env="bash", dataset="bash-demo", agent="gold", output=out, tasks=(0, 1),
+                      workers=1), progress=False)
+    lines = (out / "results.jsonl").read_text().splitlines()
+    (out / "results.jsonl").write_text(lines[0] + "\n")  # as if stopped after one task
+    monkeypatch.delenv("INTERCODE_ROOTFS")
+    resumed = RunConfig(env="bash", dataset="bash-demo", agent="gold", output=out,
+                        tasks=(0, 1), workers=1, resume=True)
+    with pytest.raises(ConfigError, match=r"the run used the host's root, now the pinned "
+                                          r"root .*resume with --rootfs host"):
+        execute(resumed, progress=False)
+    monkeypatch.setenv("INTERCODE_ROOTFS", "host")
+    assert execute(resumed, progress=False)["ok"] == 2
 
 
 def test_the_host_root_is_opt_in(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import logging
 import math
 import subprocess
@@ -259,6 +260,7 @@ def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],
         raise ConfigError(f"{results.path} exists; pass --resume to finish that run, or "
                           "choose another --output")
     check_resumable(cfg.output / "config.json", config, RESUME_KEYS)
+    _check_same_root(cfg.output / "config.json", config.get("rootfs"))
     cut = results.repair()
     if cut:
         log.warning("removed a torn last line (%d bytes) from %s", cut, results.path)
@@ -269,6 +271,35 @@ def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],
         log.warning("ignored %d line(s) of %s that are not records of this run; they stay "
                     "in the file", ignored, results.path)
     return latest_by_task(kept)
+
+
+def _root_label(root: Any) -> str:
+    if not isinstance(root, dict):
+        return "unknown"
+    if root.get("kind") == "pinned":
+        return f"the pinned root {str(root.get('identity'))[:12]}"
+    return "the host's root" if root.get("kind") == "host" else f"the root {root.get('path')}"
+
+
+def _check_same_root(config_path: Path, root: dict[str, Any] | None) -> None:
+    """A resumed run keeps its root file system (a run from before roots were recorded
+    ran on the host's); episodes on two roots are not one run."""
+    if root is None:  # no sandbox, or on Ray (each node's own)
+        return
+    try:
+        old = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # check_resumable has refused an unreadable one
+    before = old.get("rootfs", {"kind": "host", "path": "/"})
+    if before is None:
+        return
+    same = (before.get("identity") == root.get("identity") if root.get("kind") == "pinned"
+            else before.get("kind") == root.get("kind") and before.get("path") == root.get("path"))
+    if not same:
+        hint = ("--rootfs host" if before.get("kind") == "host"
+                else f"--rootfs {before.get('path')} (if it is still there)")
+        raise ConfigError(f"cannot resume: the run used {_root_label(before)}, now "
+                          f"{_root_label(root)}; resume with {hint}, or use a new --output")
 
 
 def _ours(rec: dict[str, Any], cfg: RunConfig, count: int) -> bool:
