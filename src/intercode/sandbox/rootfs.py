@@ -47,7 +47,7 @@ VARIANT = "minbase"
 BASE_PACKAGES = (
     "python3", "bash", "coreutils", "findutils", "procps", "psmisc", "bsdmainutils",
     "imagemagick", "dnsutils", "git", "tree", "net-tools", "iputils-ping", "curl", "cpio",
-    "jq", "md5deep", "gzip", "tar", "mawk", "sed", "grep", "util-linux",
+    "jq", "md5deep", "gzip", "tar", "mawk", "sed", "grep", "util-linux", "netbase",
 )
 # scripts/debian-ctf-packages.txt without slirp4netns (the host runs it, not the sandbox)
 CTF_PACKAGES = (
