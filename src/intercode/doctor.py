@@ -43,6 +43,8 @@ CTF_TOOLS: tuple[tuple[str, str, str], ...] = (
     ("python3 pycryptodome", "python3 -c 'import Cryptodome' 2>/dev/null "
      "|| python3 -c 'import Crypto.Cipher' 2>/dev/null", "python3-pycryptodome"),
     ("python3 PIL", "python3 -c 'import PIL' 2>/dev/null", "python3-pil"),
+    ("python3 cryptography", "python3 -c 'import cryptography' 2>/dev/null",
+     "python3-cryptography"),
 )
 CTF_PACKAGES = sorted({pkg for _, _, pkg in CTF_TOOLS})
 # on the host, for the CTF environment's isolated network (--network)

@@ -54,7 +54,7 @@ CTF_PACKAGES = (
     "python3-pycryptodome", "python3-pip", "sleuthkit", "netcat-openbsd", "unzip", "gdb",
     "poppler-utils", "wget", "gcc", "binutils", "libimage-exiftool-perl", "binwalk",
     "tshark", "default-jdk-headless", "xxd", "file", "bzip2", "xz-utils", "steghide",
-    "foremost", "openssl", "python3-pil", "tesseract-ocr",
+    "foremost", "openssl", "python3-pil", "tesseract-ocr", "python3-cryptography",
 )
 PROFILES: dict[str, tuple[str, ...]] = {"base": BASE_PACKAGES,
                                         "ctf": BASE_PACKAGES + CTF_PACKAGES}
