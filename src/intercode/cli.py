@@ -317,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="base (Bash, Python, SQL) or ctf (+ the CTF tools) (base)")
     ib.add_argument("--packages", default="", metavar="A,B",
                     help="more Debian packages (e.g. nodejs)")
-    ib.add_argument("--env", default=None, choices=names(),
+    ib.add_argument("--env", default=None, metavar="ENV",
                     help="the profile and packages an environment declares instead")
     ib.add_argument("--docker", action="store_true",
                     help="also docker import it as intercode/sandbox:<profile>-<id>")

@@ -86,6 +86,12 @@ def test_profiles_are_the_setup_lists_without_host_tools():
         _lines("debian-packages.txt") | _lines("debian-ctf-packages.txt")) - rootfs.HOST_ONLY
 
 
+def test_benchmarks_know_the_same_profiles():
+    from intercode.benchmarks.spec import SANDBOX_PROFILES
+
+    assert set(SANDBOX_PROFILES) == set(rootfs.PROFILES)
+
+
 def test_package_lists_are_sorted_unions_and_checked():
     assert rootfs.packages("base", ["nodejs", "bash"]) == tuple(
         sorted({*rootfs.BASE_PACKAGES, "nodejs"}))

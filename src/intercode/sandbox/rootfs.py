@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from intercode.benchmarks.spec import DEBIAN_PACKAGE
 from intercode.errors import ConfigError, SandboxUnavailableError
 
 FORMAT = 1
@@ -62,7 +63,7 @@ PROFILES: dict[str, tuple[str, ...]] = {"base": BASE_PACKAGES,
 SYSTEM_CACHE = Path("/var/cache/intercode/rootfs")
 # what only the host needs: the sandbox itself, the venv, the root's builder, the network
 HOST_ONLY = frozenset({"bubblewrap", "python3-venv", "mmdebstrap", "slirp4netns"})
-_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
+_PACKAGE = DEBIAN_PACKAGE
 INSTALL_HINT = "install it with: sudo apt-get install mmdebstrap (Debian 11+, Ubuntu 22.04+)"
 
 
