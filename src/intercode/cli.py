@@ -104,6 +104,11 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
     p.add_argument("--host-network", action="store_true",
                    help="ctf: share the host's network instead (host loopback services, e.g. "
                         "a local MariaDB, become reachable)")
+    p.add_argument("--rootfs", default=None, metavar="pinned|host|DIR",
+                   help="the sandbox's /usr and /etc: pinned (default: a minimal Debian "
+                        "root built once from the package lists, see docs/images.md), host "
+                        "(the host's tools), or a prepared root directory "
+                        "(also: $INTERCODE_ROOTFS)")
 
 
 MODEL_DEFAULTS = {"api_key_env": "OPENAI_API_KEY", "temperature": 0.0, "max_tokens": 512,
@@ -318,6 +323,22 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("-o", "--output", required=True, help="the log file (FILE.eval)")
 
     sub.add_parser("doctor", help="check that this machine can run the sandboxes")
+    im = sub.add_parser("image", help="the sandbox's root file system and Docker images "
+                                      "(docs/images.md)")
+    images = im.add_subparsers(dest="image_command", metavar="COMMAND", required=True)
+    ib = images.add_parser("build", help="build the pinned root file system of a profile "
+                                         "(once; cached) and with --docker import it")
+    ib.add_argument("--profile", default="base", choices=["base", "ctf"],
+                    help="base (Bash, Python, SQL) or ctf (+ the CTF tools) (base)")
+    ib.add_argument("--packages", default="", metavar="A,B",
+                    help="more Debian packages (e.g. nodejs)")
+    ib.add_argument("--env", default=None, metavar="ENV",
+                    help="the profile and packages an environment declares instead")
+    ib.add_argument("--docker", action="store_true",
+                    help="also docker import it as intercode/sandbox:<profile>-<id>")
+    ib.add_argument("--rebuild", action="store_true",
+                    help="build again even if built (new package versions: a new identity)")
+    images.add_parser("list", help="the built roots and imported images")
     ds = sub.add_parser("datasets", help="list the datasets")
     ds.add_argument("env", nargs="?", default=None)
     return parser
@@ -378,6 +399,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(["eval", *(argv or [])])
     try:
         if command in ("eval", "validate", "play", "serve"):
+            _choose_rootfs(args.rootfs)
             _refuse_inapplicable(args)
             _check_output(args)
             args.backend = args.backend or "sqlite"
@@ -397,6 +419,19 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("\nintercode: interrupted; finished episodes are saved", file=sys.stderr)
         return 130
+
+
+def _choose_rootfs(choice: str | None) -> None:
+    """``--rootfs``: what ``INTERCODE_ROOTFS`` says for this process and its workers."""
+    if choice is None:
+        return
+    if choice not in ("pinned", "host", "/"):
+        root = Path(choice).expanduser()
+        if not (root / "usr").is_dir() or not (root / "etc").is_dir():
+            raise ConfigError(f"--rootfs {choice}: not a root file system (no usr/ and etc/); "
+                              "use pinned, host or a prepared root directory")
+        choice = str(root.resolve())
+    os.environ["INTERCODE_ROOTFS"] = choice
 
 
 def _check_output(args: argparse.Namespace) -> None:
@@ -525,6 +560,42 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return run_doctor()
 
 
+def cmd_image(args: argparse.Namespace) -> int:
+    """``intercode image build|list``."""
+    from intercode.sandbox import images, rootfs
+
+    if args.image_command == "list":
+        found = rootfs.built()
+        for root in found:
+            added = ",".join(root.manifest.get("extra", []))
+            print(f"rootfs {root.short}  {root.profile}{'+' + added if added else ''}  "
+                  f"{len(root.manifest.get('versions', {}))} packages  built "
+                  f"{root.manifest.get('built', '?')}  {root.path}")
+        if not found:
+            print(f"no root file system built yet (in {rootfs.cache_root()})")
+        try:
+            images.require_engine()
+        except IntercodeError as exc:
+            print(f"docker: {exc}")
+            return 0
+        for image in images.docker_images():
+            print(f"docker {image['tag']}  {image['id']}  {image['size']}")
+        return 0
+    profile: str = args.profile
+    extra = [p.strip() for p in args.packages.split(",") if p.strip()]
+    if args.env is not None:
+        spec = get(args.env)
+        profile, extra = spec.sandbox_profile, [*spec.sandbox_packages, *extra]
+    rootfs.packages(profile, extra)  # a malformed name: one line before anything runs
+    if args.docker:
+        images.require_engine()
+    root = rootfs.build(profile, extra, rebuild=args.rebuild)
+    print(f"rootfs {root.short}  {root.profile}  {root.path}")
+    if args.docker:
+        print(f"docker {images.docker_import(root)}")
+    return 0
+
+
 def cmd_datasets(args: argparse.Namespace) -> int:
     """``intercode datasets``."""
     if args.env is not None:
@@ -587,4 +658,5 @@ SERVE_COMMANDS = {"mcp": cmd_serve_mcp, "openenv": cmd_serve_openenv}
 
 COMMANDS = {"eval": cmd_eval, "validate": cmd_validate, "play": cmd_play,
             "report": cmd_report, "compare": cmd_compare, "show": cmd_show, "doctor": cmd_doctor,
-            "datasets": cmd_datasets, "serve": cmd_serve, "export": cmd_export}
+            "datasets": cmd_datasets, "serve": cmd_serve, "export": cmd_export,
+            "image": cmd_image}

@@ -8,8 +8,12 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from intercode.errors import IntercodeError
+
+if TYPE_CHECKING:
+    from intercode.sandbox.layout import Layout
 
 # command inside the sandbox -> Debian/Ubuntu package that provides it
 TOOLS: tuple[tuple[str, str], ...] = (
@@ -39,6 +43,8 @@ CTF_TOOLS: tuple[tuple[str, str, str], ...] = (
     ("python3 pycryptodome", "python3 -c 'import Cryptodome' 2>/dev/null "
      "|| python3 -c 'import Crypto.Cipher' 2>/dev/null", "python3-pycryptodome"),
     ("python3 PIL", "python3 -c 'import PIL' 2>/dev/null", "python3-pil"),
+    ("python3 cryptography", "python3 -c 'import cryptography' 2>/dev/null",
+     "python3-cryptography"),
 )
 CTF_PACKAGES = sorted({pkg for _, _, pkg in CTF_TOOLS})
 # on the host, for the CTF environment's isolated network (--network)
@@ -74,24 +80,72 @@ def check_host() -> list[Check]:
     return checks
 
 
+def check_rootfs() -> list[Check]:
+    """Which root file system the sandboxes mount, and whether it can be built."""
+    from intercode.sandbox import rootfs
+
+    choice = os.environ.get("INTERCODE_ROOTFS", "").strip()
+    if choice in ("host", "/"):
+        return [Check("root file system", True, "the host's (INTERCODE_ROOTFS=host): results "
+                      "depend on what this machine has installed")]
+    if choice and choice != "pinned":
+        return [Check("root file system", os.path.isdir(os.path.join(choice, "usr")),
+                      f"{choice} (INTERCODE_ROOTFS)")]
+    checks = []
+    for profile in rootfs.PROFILES:
+        found = rootfs.find(profile)
+        if found is not None:
+            checks.append(Check(f"root file system {profile}", True,
+                                f"pinned {found.short}, {found.path}"))
+        else:
+            checks.append(Check(f"root file system {profile}", True,
+                                "not built yet: built on first use (base ~35 s, ctf ~2 min; "
+                                f"or now: intercode image build --profile {profile})",
+                                warning=True))
+    if shutil.which("mmdebstrap") is None and not all(c.ok and not c.warning for c in checks):
+        checks.append(Check("mmdebstrap", False, f"not installed; {rootfs.INSTALL_HINT} "
+                            "(or use INTERCODE_ROOTFS=host)"))
+    return checks
+
+
+def _ctf_layout() -> Layout | None:
+    """The CTF sandbox's layout, if its root is ready (not built just for the doctor)."""
+    from intercode.sandbox import rootfs
+    from intercode.sandbox.layout import Layout
+
+    choice = os.environ.get("INTERCODE_ROOTFS", "").strip()
+    if choice and choice != "pinned":
+        return Layout()
+    found = rootfs.find("ctf")
+    return None if found is None else Layout(rootfs=found.path)
+
+
 def check_sandbox() -> tuple[list[Check], list[str], list[str]]:
     """Start a sandbox, look for every tool.
 
     Returns the checks, the missing packages, and the missing packages that only the
     CTF environment needs (reported, but not a failure: the other environments run).
+    The default root is built if missing (the first run needs it anyway); the CTF tools
+    are looked for in the CTF root only if it is built.
     """
     from intercode.sandbox import create_sandbox
     from intercode.sandbox.filetree import FileTree
 
+    ctf_found: set[int] | None = None
     try:
         with create_sandbox("bwrap") as box:
             box.load(FileTree.of([]))
             probe = box.run("id -un; python3 -c 'import sys; print(sys.version.split()[0])'")
             script = "; ".join(f"command -v {cmd} >/dev/null && echo {cmd}" for cmd, _ in TOOLS)
             found = set(box.run(script).output.split())
-            ctf_script = "; ".join(f"{test} >/dev/null && echo {i}"
-                                   for i, (_, test, _) in enumerate(CTF_TOOLS))
-            ctf_found = {int(w) for w in box.run(ctf_script).output.split() if w.isdigit()}
+        ctf_layout = _ctf_layout()
+        if ctf_layout is not None:
+            with create_sandbox("bwrap", layout=ctf_layout) as box:
+                box.load(FileTree.of([]))
+                ctf_script = "; ".join(f"{test} >/dev/null && echo {i}"
+                                       for i, (_, test, _) in enumerate(CTF_TOOLS))
+                ctf_found = {int(w) for w in box.run(ctf_script).output.split()
+                             if w.isdigit()}
     except IntercodeError as exc:
         hint = ("if user namespaces are restricted (Ubuntu 24.04: "
                 "kernel.apparmor_restrict_unprivileged_userns=1), allow them for bwrap "
@@ -107,7 +161,9 @@ def check_sandbox() -> tuple[list[Check], list[str], list[str]]:
             checks.append(Check(f"tool {cmd}", False, f"missing (package {pkg})"))
     if not missing:
         checks.append(Check("tools", True, f"all {len(TOOLS)} tools of the upstream image"))
-    ctf_missing = []
+    ctf_missing: list[str] = []
+    if ctf_found is None:
+        return checks, sorted(set(missing)), ctf_missing
     for i, (label, _, pkg) in enumerate(CTF_TOOLS):
         if i not in ctf_found:
             ctf_missing.append(pkg)
@@ -151,7 +207,7 @@ def check_data() -> list[Check]:
 
 def run_doctor() -> int:
     """Print the report; 0 if everything needed is there."""
-    checks = check_host()
+    checks = check_host() + check_rootfs()
     missing: list[str] = []
     ctf_missing: list[str] = []
     if all(c.ok for c in checks):
@@ -162,6 +218,11 @@ def run_doctor() -> int:
     for c in checks:
         mark = "NO " if not c.ok else "-- " if c.warning else "ok "
         print(f"{mark} {c.name:34s} {c.detail}")
+    host = os.environ.get("INTERCODE_ROOTFS", "").strip() in ("host", "/")
+    if (missing or ctf_missing) and not host:
+        print("\nthe root file system lacks tools: rebuild it (intercode image build "
+              "--rebuild [--profile ctf]) or name another (--rootfs)")
+        return 1 if missing else 0
     if missing:
         print(f"\ninstall the missing tools: sudo apt-get install -y {' '.join(missing)}")
     if ctf_missing:

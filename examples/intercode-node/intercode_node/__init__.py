@@ -78,6 +78,7 @@ def __getattr__(name: str) -> Any:
         multiline_input=True,
         gold_submit=submit_function,
         test_dataset="node-basic",
+        sandbox_packages=("nodejs",),  # the pinned sandbox root gets Node.js
         echo="console.log('{text}')",
     )
     globals()["BENCHMARK"] = benchmark

@@ -24,6 +24,7 @@ from intercode.sandbox.bwrap import BwrapSandbox
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
+from intercode.sandbox.rootfs import benchmark_root
 
 HERE = Path(__file__).resolve().parent
 REPL = (HERE / "repl.js").read_text(encoding="utf-8")
@@ -90,7 +91,7 @@ class NodeEnv(IntercodeEnv):
                  node: str = "/usr/bin/node", render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
         self.limits = limits or Limits()
-        self.layout = layout or Layout()
+        self.layout = layout or Layout(rootfs=benchmark_root("node"))
         self.test_timeout = test_timeout
         self.node = node
         self._box: BwrapSandbox | None = None

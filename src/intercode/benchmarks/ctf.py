@@ -97,6 +97,7 @@ BENCHMARK = Benchmark(
     human_prompt="ctf$",
     gold_action=submit_flag,
     options=frozenset({"network"}),
+    sandbox_profile="ctf",
     extra={"gold_warmup": "ls"},
     user_dataset="intercode.datasets.user:load_user_dataset",
     test_dataset="intercode-ctf",

@@ -7,6 +7,7 @@ reads these fields instead; a third-party benchmark is one :class:`Benchmark` ob
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -18,6 +19,10 @@ if TYPE_CHECKING:
     from intercode.datasets.tasks import Dataset, Task
     from intercode.envs.base import IntercodeEnv
 
+# the sandbox root profiles (intercode.sandbox.rootfs.PROFILES; checked here without
+# importing the sandbox package, which `intercode --help` must not pay for)
+SANDBOX_PROFILES = ("base", "ctf")
+DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
 # the settings a benchmark may take from the command line besides the common ones
 OPTIONS = ("sql_backend", "mysql_url", "sql_max_rows", "sql_max_result_rows", "sql_metric",
            "network", "test_timeout", "gold_cache")
@@ -101,7 +106,9 @@ class Benchmark:
     checks (:mod:`intercode.testing`): ``test_dataset`` is a small dataset (default: the
     default one) and ``echo`` an action that prints ``{text}`` and succeeds.
     ``sandbox`` is the sandbox backend the environment runs on, checked before a run
-    writes anything (``None``: it needs none).
+    writes anything (``None``: it needs none). ``sandbox_profile`` (``base`` or ``ctf``)
+    and ``sandbox_packages`` (more Debian packages, e.g. ``("nodejs",)``) make the pinned
+    root file system its sandboxes mount (:mod:`intercode.sandbox.rootfs`).
     """
 
     name: str
@@ -122,6 +129,8 @@ class Benchmark:
     test_dataset: str | None = None
     echo: str = "echo {text}"
     sandbox: str | None = "bwrap"
+    sandbox_profile: str = "base"
+    sandbox_packages: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -135,6 +144,14 @@ class Benchmark:
                 raise ConfigError(f"benchmark {self.name}: {name!r} is not one of its datasets")
         if "{text}" not in self.echo:
             raise ConfigError(f"benchmark {self.name}: echo must contain {{text}}")
+        object.__setattr__(self, "sandbox_packages", tuple(self.sandbox_packages))
+        if self.sandbox_profile not in SANDBOX_PROFILES:
+            raise ConfigError(f"benchmark {self.name}: unknown root file system profile "
+                              f"{self.sandbox_profile!r}; known: {', '.join(SANDBOX_PROFILES)}")
+        for package in self.sandbox_packages:
+            if not isinstance(package, str) or not DEBIAN_PACKAGE.match(package):
+                raise ConfigError(f"benchmark {self.name}: not a Debian package name: "
+                                  f"{package!r}")
         unknown = set(self.options) - set(OPTIONS)
         if unknown:
             raise ConfigError(f"benchmark {self.name}: unknown options {sorted(unknown)}; "

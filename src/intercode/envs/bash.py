@@ -37,6 +37,8 @@ IGNORED_NAMES = ("bin", "boot", "dev", "etc", "home", "lib", "media", "opt", "pr
 # What ``info`` shows of each list of changes (the reward counts all of them): an agent
 # that makes 100,000 files must not write megabytes into every record of its episode.
 SHOWN_CHANGES = 100
+# --upstream-quirks: globbing as in upstream's bash 5.1 (no-op where the option is unknown)
+UPSTREAM_GLOBBING = "shopt -u globskipdots 2>/dev/null; "
 SHOWN_PATH_CHARS = 512
 
 SandboxFactory = Callable[[Limits], Sandbox]
@@ -153,6 +155,10 @@ class BashEnv(IntercodeEnv):
             argv = shlex.split(f'/bin/bash -c "{action}"')
         except ValueError:
             return ExecResult(output="Malformed command", exit_code=None, cwd=workdir)
+        if len(argv) >= 3 and argv[1] == "-c":
+            # upstream's image had bash 5.1, where `.*` matches `.` and `..` (5.2's
+            # globskipdots); on the same line, so error messages keep their line numbers
+            argv[2] = UPSTREAM_GLOBBING + argv[2]
         result = sandbox.exec(argv, cwd=workdir)
         if result.timed_out:
             return ExecResult(output="Command timed out", exit_code=None, timed_out=True,

@@ -31,6 +31,7 @@ from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.layout import EPOCH_NS, Layout
 from intercode.sandbox.limits import Limits
 from intercode.sandbox.netns import require as require_network
+from intercode.sandbox.rootfs import benchmark_root
 
 WRONG_FLAG = "The flag is wrong. Try again."
 
@@ -82,7 +83,7 @@ class CtfEnv(IntercodeEnv):
         self.limits = limits or Limits()
         self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
-        base = layout or Layout()
+        base = layout or Layout(rootfs=benchmark_root("ctf"))
         self.crypto_alias = needs_crypto_alias(base.rootfs)
         extra_env = base.extra_env
         if self.crypto_alias:

@@ -92,7 +92,14 @@ def rootfs_identity(root: Path) -> str:
     top-level links): the installed packages (dpkg's status file, hashed), and the
     identity and modification time of its top directories, which change when files are
     added or removed in them. A root prepared once (``INTERCODE_ROOTFS``) changes only
-    when rebuilt; on the host's root, a package installed or removed changes it."""
+    when rebuilt; on the host's root, a package installed or removed changes it. A pinned
+    root (:mod:`intercode.sandbox.rootfs`) is its recorded identity (the package list and
+    every installed version), the same in every cache directory and on every machine."""
+    from intercode.sandbox.rootfs import describe
+
+    pinned = describe(root)
+    if pinned.get("kind") == "pinned":
+        return f"pinned:{pinned['identity']}"
     digest = hashlib.sha256(str(root.resolve()).encode())
     status = root / "var" / "lib" / "dpkg" / "status"
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import logging
 import math
 import subprocess
@@ -32,7 +33,7 @@ from intercode.runner.progress import Progress
 from intercode.runner.records import SCHEMA
 from intercode.runner.summary import summarize
 from intercode.runner.worker import WorkerSpec
-from intercode.sandbox import preflight
+from intercode.sandbox import preflight, rootfs
 
 log = logging.getLogger(__name__)
 RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
@@ -117,11 +118,14 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
     backend = get(cfg.env).sandbox
+    root: dict[str, Any] | None = None
     if backend is not None and cfg.executor == "local":
         preflight(backend)  # no bwrap: one line, and no run folder left behind
-    # (on Ray, each actor checks its own node as it starts)
+        # the root file system, built here once (not by each worker) if missing
+        root = rootfs.describe(rootfs.benchmark_root(cfg.env))
+    # (on Ray, each actor checks its own node as it starts, and builds its own root)
     with RunFolder(cfg.output):
-        return _run(cfg, dataset, tasks, progress)
+        return _run(cfg, dataset, tasks, progress, root)
 
 
 def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
@@ -202,11 +206,12 @@ def _few(items: list[int], shown: int = 10) -> str:
 
 
 def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
-         progress: bool) -> dict[str, Any]:
+         progress: bool, root: dict[str, Any] | None = None) -> dict[str, Any]:
     out = cfg.output
     results = ResultsLog(out / "results.jsonl")
     messages = MessageTable(out / MESSAGES_FILE)
     config = _config_record(cfg, dataset.revision, tasks)
+    config["rootfs"] = root
     previous = _previous(cfg, results, config, len(dataset))
     messages.open_existing()
     save_json(out / "config.json", config)
@@ -255,6 +260,7 @@ def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],
         raise ConfigError(f"{results.path} exists; pass --resume to finish that run, or "
                           "choose another --output")
     check_resumable(cfg.output / "config.json", config, RESUME_KEYS)
+    _check_same_root(cfg.output / "config.json", config.get("rootfs"))
     cut = results.repair()
     if cut:
         log.warning("removed a torn last line (%d bytes) from %s", cut, results.path)
@@ -265,6 +271,35 @@ def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],
         log.warning("ignored %d line(s) of %s that are not records of this run; they stay "
                     "in the file", ignored, results.path)
     return latest_by_task(kept)
+
+
+def _root_label(root: Any) -> str:
+    if not isinstance(root, dict):
+        return "unknown"
+    if root.get("kind") == "pinned":
+        return f"the pinned root {str(root.get('identity'))[:12]}"
+    return "the host's root" if root.get("kind") == "host" else f"the root {root.get('path')}"
+
+
+def _check_same_root(config_path: Path, root: dict[str, Any] | None) -> None:
+    """A resumed run keeps its root file system (a run from before roots were recorded
+    ran on the host's); episodes on two roots are not one run."""
+    if root is None:  # no sandbox, or on Ray (each node's own)
+        return
+    try:
+        old = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # check_resumable has refused an unreadable one
+    before = old.get("rootfs", {"kind": "host", "path": "/"})
+    if before is None:
+        return
+    same = (before.get("identity") == root.get("identity") if root.get("kind") == "pinned"
+            else before.get("kind") == root.get("kind") and before.get("path") == root.get("path"))
+    if not same:
+        hint = ("--rootfs host" if before.get("kind") == "host"
+                else f"--rootfs {before.get('path')} (if it is still there)")
+        raise ConfigError(f"cannot resume: the run used {_root_label(before)}, now "
+                          f"{_root_label(root)}; resume with {hint}, or use a new --output")
 
 
 def _ours(rec: dict[str, Any], cfg: RunConfig, count: int) -> bool:

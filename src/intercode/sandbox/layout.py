@@ -1,6 +1,7 @@
 """What a sandbox looks like from inside: mounts, skeleton, identity, environment.
 
-The host's (or a prepared root file system's) ``/usr`` and ``/etc`` are mounted
+The root file system's ``/usr`` and ``/etc`` (by default the pinned, minimal root of
+:mod:`intercode.sandbox.rootfs`; the host's with ``INTERCODE_ROOTFS=host``) are mounted
 read-only; everything else is a private, size-limited tmpfs: the task tree,
 ``/tmp``, the home directory. Host home directories, ``/usr/local``, ``/var`` and
 the project checkout are not visible. ``/etc/passwd``, ``group``, ``hosts`` and
@@ -16,6 +17,7 @@ from pathlib import Path
 from intercode.errors import SandboxUnavailableError
 from intercode.sandbox.limits import Limits
 from intercode.sandbox.netns import resolv_conf
+from intercode.sandbox.rootfs import default_root
 
 # 2023-06-01T00:00:00Z: the time stamp of everything a setup script created (see fsbuild).
 EPOCH_NS = 1_685_577_600 * 1_000_000_000
@@ -45,12 +47,13 @@ class Layout:
     """Identity and mounts of a sandbox.
 
     ``rootfs`` is where ``/usr``, ``/etc`` and the top-level library links come from:
-    ``$INTERCODE_ROOTFS`` if set, else the host (``/``); a prepared root file system
-    (made with ``mmdebstrap``, ``debootstrap`` or ``docker export``) gives the same tools
-    on any machine.
+    by default the pinned root of the ``base`` profile (built on first use, see
+    :func:`intercode.sandbox.rootfs.default_root`); ``INTERCODE_ROOTFS=host`` (or ``/``)
+    the host's, ``INTERCODE_ROOTFS=<dir>`` a root prepared by hand (``mmdebstrap``,
+    ``debootstrap``, ``docker export``).
     """
 
-    rootfs: Path = field(default_factory=lambda: Path(os.environ.get("INTERCODE_ROOTFS") or "/"))
+    rootfs: Path = field(default_factory=lambda: default_root("base"))
     hostname: str = "intercode"
     user: str = "agent"
     uid: int = 1000
