@@ -32,6 +32,7 @@ ALPHABETS = {
     "python": ["x = globals().get('x', 0) + 1", "print(x)", "l = [x] * 2", "print(l)",
                "def f(a): return a + x", "f(2)", "import os; os.chdir('/tmp')",
                "print(os.getcwd())", "open('/tmp/f', 'a').write('a')",
+               "import random; print(random.random())",
                "print(open('/tmp/f').read())", "del x", "1/0"],
     "sql": ["CREATE TABLE IF NOT EXISTS t(a)", "INSERT INTO t VALUES (1)",
             "SELECT count(*), sum(a) FROM t", "DELETE FROM t", "UPDATE t SET a = a + 1",
