@@ -103,7 +103,12 @@ class Snapshots:
         stats = self.tree.restore_to(state)
         t2 = time.perf_counter()
         if pid is None:
-            self._spawn_shell(msg.get("cwd", "/"))
+            prelude = msg.get("replay")
+            if prelude is not None and (not isinstance(prelude, str) or "\0" in prelude
+                                        or len(prelude.encode("utf-8", "surrogateescape"))
+                                        > shell.MAX_PRELUDE):
+                raise ValueError("a malformed shell replay")
+            self._spawn_shell(msg.get("cwd", "/"), prelude)
         else:
             try:
                 self._resume(pid)
