@@ -75,6 +75,10 @@ class MysqlSession(SqlSession):
         self._dirty: set[str] = set()
         self._names: dict[str, str] = {}
         self._snapshots: dict[str, snaps.MysqlState] = {}
+        # statements that could write (any but a plain read) run so far, and the state
+        # (ident, that count) the databases were last made equal to by a save or load
+        self._writes = 0
+        self._synced: tuple[str, int] | None = None
         self.conn = self._login()
         self._configure()
 
@@ -223,7 +227,9 @@ class MysqlSession(SqlSession):
                 if inv is not None and target is not None:
                     snaps.copy_database(self.backend, self.backend.copy_name(self.sid, db),
                                         inv, target)
+                    state.inventories[db] = inv
             state.settings, state.variables = settings, variables
+            self._synced = (state.ident, self._writes)
         except BaseException:
             state.release()
             raise
@@ -253,8 +259,14 @@ class MysqlSession(SqlSession):
         return state
 
     def _install(self, state: snaps.MysqlState) -> None:
-        """Copy ``state``'s databases over this session's, replay its settings."""
+        """Copy ``state``'s databases over this session's, replay its settings. The copy
+        is skipped when this session's databases are ``state``'s already (it saved or
+        restored it, and ran nothing since that could write: see ``_writes``)."""
         self._settle(commit=False)
+        if (state.session is self and self._synced == (state.ident, self._writes)
+                and self._copies == set(state.copies)):
+            self._resume(state.settings, state.variables, state.current_db)
+            return
         try:
             for db in self._copies - set(state.copies):  # made since: pristine when used
                 self.backend.query(f"DROP DATABASE IF EXISTS "
@@ -262,7 +274,7 @@ class MysqlSession(SqlSession):
             self._copies &= set(state.copies)
             for db, source in state.copies.items():
                 target = self.backend.copy_name(self.sid, db)
-                found = None if source is None else snaps.inventory(self.backend, source)
+                found = state.inventories.get(db)
                 if found is None or source is None:
                     self.backend.query(f"DROP DATABASE IF EXISTS `{target}`")
                 else:
@@ -273,6 +285,7 @@ class MysqlSession(SqlSession):
                     self._copies.add(db)
         finally:
             self._dirty |= self._copies
+        self._synced = (state.ident, self._writes)
         self._resume(state.settings, state.variables, state.current_db)
 
     def _capture(self) -> tuple[dict[str, str | None], dict[str, Any]]:
@@ -337,6 +350,8 @@ class MysqlSession(SqlSession):
                 names = [n for n in names if compat.like_match(pattern, n)]
             return QueryResult(rows=[(n,) for n in names])
         kind = statement_kind(sql)
+        if kind != "read":
+            self._writes += 1
         physical = self._to_physical(sql)
         if kind == "other":  # may commit, to any copy it names (db.table): redo them all
             self._dirty |= self._copies | {self.current_db}

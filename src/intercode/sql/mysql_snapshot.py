@@ -66,6 +66,7 @@ class MysqlState:
     settings: dict[str, str | None]
     variables: dict[str, Any]
     size: int = 0
+    inventories: dict[str, Inventory] = field(default_factory=dict)
     released: bool = False
     ident: str = field(default_factory=lambda: secrets.token_hex(6))
 
@@ -91,19 +92,25 @@ def snapshot_name(backend: MysqlBackend, ident: str, db: str) -> str:
     return name
 
 
+#: Engines whose tables a copy may carry (a MERGE table, say, would name tables of other
+#: databases: recreated by the admin, it could reach another session's copies).
+ENGINES = frozenset({"innodb", "myisam", "aria", "memory", "csv"})
+
+
 @dataclass(frozen=True)
 class Inventory:
     """What a database holds, as far as a copy is concerned."""
 
     charset: str
     collation: str
-    tables: tuple[tuple[str, int | None], ...]  # (name, next AUTO_INCREMENT)
+    tables: tuple[tuple[str, str], ...]  # (name, its CREATE TABLE statement)
     size: int
 
 
 def inventory(backend: MysqlBackend, db: str) -> Inventory | None:
     """What ``db`` holds (``None``: it does not exist); a :class:`SnapshotError` for
-    what copies cannot carry (views, triggers, routines, sequences, foreign keys)."""
+    what copies cannot carry (views, triggers, routines, sequences, foreign keys,
+    tables of other engines or in other directories)."""
     schema = backend.query(
         "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME, "
         "(SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS "
@@ -115,32 +122,41 @@ def inventory(backend: MysqlBackend, db: str) -> Inventory | None:
         return None
     charset, collation, fks, triggers, routines = schema[0]
     rows = backend.query(
-        "SELECT TABLE_NAME, TABLE_TYPE, AUTO_INCREMENT, "
+        "SELECT TABLE_NAME, TABLE_TYPE, LOWER(COALESCE(ENGINE, '')), "
         "COALESCE(DATA_LENGTH, 0) + COALESCE(INDEX_LENGTH, 0) "
         "FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (db,))
-    others = sorted({str(kind).lower() for _n, kind, _a, _s in rows if kind != "BASE TABLE"})
+    others = sorted({str(kind).lower() for _n, kind, _e, _s in rows if kind != "BASE TABLE"})
+    engines = sorted({f"{e} tables" for _n, kind, e, _s in rows
+                      if kind == "BASE TABLE" and e not in ENGINES})
     lacking = [what for what, count in (("foreign keys", fks), ("triggers", triggers),
                                         ("stored routines", routines)) if count]
-    if others or lacking:
+    if others or lacking or engines:
         raise SnapshotError("snapshots of the MySQL backend copy tables only; the session's "
-                            f"database holds {', '.join([*others, *lacking])}")
-    tables = tuple(sorted((str(n), None if a is None else int(a)) for n, _k, a, _s in rows))
-    return Inventory(str(charset), str(collation), tables, sum(int(s) for *_r, s in rows))
+                            f"database holds {', '.join([*others, *engines, *lacking])}")
+    tables = []
+    for name in sorted(str(n) for n, *_r in rows):
+        create = str(backend.query(f"SHOW CREATE TABLE `{db}`.{quoted(name)}")[0][1])
+        head = "CREATE TABLE " + quoted(name) + " ("
+        if not create.startswith(head) or re.search(r"\b(DATA|INDEX) DIRECTORY\b", create,
+                                                     re.I):
+            raise SnapshotError(f"the table {name!r} cannot be copied by a snapshot")
+        tables.append((name, create[len(head):]))
+    return Inventory(str(charset), str(collation), tuple(tables),
+                     sum(int(s) for *_r, s in rows))
 
 
 def copy_database(backend: MysqlBackend, source: str, found: Inventory, target: str) -> None:
-    """Make ``target`` a copy of ``source`` (whose inventory is ``found``)."""
+    """Make ``target`` a copy of ``source`` (whose inventory is ``found``): each table
+    made from its own ``CREATE TABLE`` (indexes, checks, ``AUTO_INCREMENT`` counter)."""
     query = backend.query
     query(f"DROP DATABASE IF EXISTS `{target}`")
     query(f"CREATE DATABASE `{target}` CHARACTER SET {found.charset} "
           f"COLLATE {found.collation}")
     query("SET SESSION foreign_key_checks = 0, sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
-    for table, next_id in found.tables:
-        name = table.replace("`", "``")
-        query(f"CREATE TABLE `{target}`.`{name}` LIKE `{source}`.`{name}`")
-        if next_id is not None and next_id > 1:
-            query(f"ALTER TABLE `{target}`.`{name}` AUTO_INCREMENT = {int(next_id)}")
-        query(f"INSERT INTO `{target}`.`{name}` SELECT * FROM `{source}`.`{name}`")
+    for table, rest in found.tables:
+        name = quoted(table)
+        query(f"CREATE TABLE `{target}`.{name} ({rest}")
+        query(f"INSERT INTO `{target}`.{name} SELECT * FROM `{source}`.{name}")
 
 
 # -- settings ------------------------------------------------------------------------
