@@ -196,3 +196,18 @@ def test_tables_of_engines_that_name_other_tables_are_refused(agent):
     agent.load(state)
     assert agent.execute("SELECT COUNT(*) FROM part").rows == [(0,)]
     state.release()
+
+
+def test_a_server_without_user_variables_says_snapshots_are_unsupported(agent, monkeypatch):
+    """Settings are never dropped silently: without USER_VARIABLES a snapshot is refused."""
+    from intercode.errors import SnapshotUnsupported
+
+    def missing(cur):
+        cur.execute("SELECT VARIABLE_NAME FROM information_schema.NO_SUCH_TABLE")
+        return {}
+
+    monkeypatch.setattr(snaps, "user_variables", missing)
+    agent.execute("SET @kept = 1")
+    with pytest.raises(SnapshotUnsupported, match="USER_VARIABLES"):
+        agent.save()
+    assert agent.execute("SELECT @kept").rows == [(1,)]

@@ -293,8 +293,12 @@ class MysqlSession(SqlSession):
         try:
             with self.conn.cursor() as cur:
                 return snaps.session_variables(cur), snaps.user_variables(cur)
-        except self.backend._pymysql.err.Error:  # the connection broke: nothing survives
-            return {}, {}
+        except self.backend._pymysql.err.Error as exc:
+            if (exc.args[0] if exc.args else 0) in snaps.NO_TABLE:
+                raise SnapshotUnsupported("this MariaDB server has no information_schema."
+                                          "USER_VARIABLES (the user_variables plugin), which "
+                                          "snapshots need") from None
+            return {}, {}  # the connection broke: nothing of it survives
 
     def _changed(self, now: dict[str, str | None]) -> dict[str, str | None]:
         """The settings of ``now`` that differ from a fresh session's (the connection is

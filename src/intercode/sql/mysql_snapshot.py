@@ -41,6 +41,7 @@ MAX_BYTES = 1 << 30
 MAX_USER_VARIABLES = 1000
 MAX_USER_BYTES = 16 << 20
 MAX_NAME = 64  # the server's limit on database names
+NO_TABLE = {1109, 1146}  # unknown table (in information_schema), table does not exist
 
 #: Session variables never replayed: of the connection or the moment, or the harness's.
 UNREPLAYED = frozenset({
