@@ -1,7 +1,12 @@
 """Snapshot + restore and fork latency, memory per live snapshot, and growth over cycles.
 
-Run by hand:  python benchmarks/bench_snapshot.py [--envs bash,python,sql] [--cycles 10000]
+Run by hand:  python benchmarks/bench_snapshot.py [--envs bash,python,sql,mysql] [--cycles 10000]
               [--repeat 200] [--live 20] [--json out.json]
+
+``mysql`` is the SQL environment on the MySQL backend (the server of
+``INTERCODE_MYSQL_URL`` or ``--mysql-url``; ``scripts/mariadb-start`` starts one); its
+copies live in the server, so its memory figures are the host's only, and its cycles
+are capped by ``--mysql-cycles`` (a cycle copies databases: tens of milliseconds).
 
 For each environment, on task 0 of its test dataset, after a few actions that change
 state (Bash: a few files, a directory, shell variables; Python: a namespace; SQLite:
@@ -41,7 +46,10 @@ SETUP = {
                "y = {i: str(i) for i in x}"],
     "sql": ["CREATE TABLE t(a)", "INSERT INTO t VALUES (1), (2), (3)",
             "CREATE TEMP TABLE tt(b)", "INSERT INTO tt VALUES ('x')"],
+    "mysql": ["CREATE TABLE t(a INT)", "INSERT INTO t VALUES (1), (2), (3)",
+              "SET @v = 'x', SESSION sql_mode = 'ANSI_QUOTES'"],
 }
+MYSQL_URL = os.environ.get("INTERCODE_MYSQL_URL", "")
 
 
 SAMPLES = 5  # memory samples at the start and at the end of the cycles
@@ -117,7 +125,11 @@ def measure(name: str, repeat: int, live: int, cycles: int) -> dict[str, object]
     import intercode
     from intercode import testing
 
-    env = intercode.make(name, dataset=testing.small_dataset(name)).unwrapped
+    if name == "mysql":
+        env = intercode.make("sql", dataset=testing.small_dataset("sql"), backend="mysql",
+                             mysql_url=MYSQL_URL).unwrapped
+    else:
+        env = intercode.make(name, dataset=testing.small_dataset(name)).unwrapped
     try:
         env.reset(options={"task": 0})
         for action in SETUP[name]:
@@ -175,11 +187,20 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--live", type=int, default=20)
     parser.add_argument("--cycles", type=int, default=10_000)
+    parser.add_argument("--mysql-cycles", type=int, default=300)
+    parser.add_argument("--mysql-url", default=os.environ.get("INTERCODE_MYSQL_URL", ""))
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    global MYSQL_URL
+    MYSQL_URL = args.mysql_url
     rows = []
     for name in args.envs.split(","):
-        row = measure(name, args.repeat, args.live, args.cycles)
+        if name == "mysql" and not MYSQL_URL:
+            print("mysql: skipped (no --mysql-url / INTERCODE_MYSQL_URL)", file=sys.stderr)
+            continue
+        cycles = min(args.cycles, args.mysql_cycles) if name == "mysql" else args.cycles
+        repeat = min(args.repeat, 50) if name == "mysql" else args.repeat
+        row = measure(name, repeat, args.live, cycles)
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.json:

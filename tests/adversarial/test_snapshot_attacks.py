@@ -150,3 +150,32 @@ def test_the_snapshot_tree_copy_is_not_readable_from_the_sandbox():
         assert env.step("cat /tmp/s")[0] == "hidden\n"
     finally:
         env.close()
+
+
+def test_a_restored_shell_state_cannot_hijack_the_shell_loop():
+    """A restore's shell starts with the snapshot's state replayed on the loop's own line
+    (inbox/shell.py PRELUDE): aliases of the loop's words, a function named ``set`` and
+    tracing do not break the loop or leak into the next observation."""
+    env = make("bash")
+    try:
+        env.step("shopt -s expand_aliases; alias read='echo pwned' printf=false eval=exit "
+                 "while=until; set() { echo hijacked; }; X=kept")
+        snap = env.snapshot()
+        env.restore(snap)
+        obs = env.step("echo ok $X")[0]
+        assert obs == "ok kept\n"
+        assert "read='echo pwned'" in env.step("alias")[0]
+    finally:
+        env.close()
+
+
+def test_a_shell_state_too_big_for_an_argument_is_replayed_after_the_restore():
+    env = make("bash")
+    try:
+        env.step("BIG=$(head -c 150000 /dev/zero | tr '\\0' a); echo ${#BIG}")
+        snap = env.snapshot()
+        env.step("BIG=small")
+        env.restore(snap)
+        assert env.step("echo ${#BIG}")[0] == "150000\n"
+    finally:
+        env.close()

@@ -32,11 +32,19 @@ ALPHABETS = {
     "python": ["x = globals().get('x', 0) + 1", "print(x)", "l = [x] * 2", "print(l)",
                "def f(a): return a + x", "f(2)", "import os; os.chdir('/tmp')",
                "print(os.getcwd())", "open('/tmp/f', 'a').write('a')",
+               "import random; print(random.random())",
                "print(open('/tmp/f').read())", "del x", "1/0"],
     "sql": ["CREATE TABLE IF NOT EXISTS t(a)", "INSERT INTO t VALUES (1)",
             "SELECT count(*), sum(a) FROM t", "DELETE FROM t", "UPDATE t SET a = a + 1",
             "CREATE TEMP TABLE IF NOT EXISTS tt(b)", "INSERT INTO tt VALUES (x'00ff')",
             "SELECT * FROM tt", "SHOW TABLES", "DROP TABLE IF EXISTS t"],
+    "sql-mysql": ["CREATE TABLE IF NOT EXISTS t(a INT)", "INSERT INTO t VALUES (1)",
+                  "SELECT count(*), sum(a) FROM t", "DELETE FROM t", "UPDATE t SET a = a + 1",
+                  "CREATE TABLE IF NOT EXISTS u(id INT AUTO_INCREMENT PRIMARY KEY, "
+                  "b VARBINARY(4))", "INSERT INTO u(b) VALUES (x'00ff')", "DELETE FROM u",
+                  "SET @x = COALESCE(@x, 0) + 1, @y = 1.5e0, @z = x'00ff', @w = 2.50",
+                  "SET SESSION sql_mode = 'ANSI_QUOTES'", "SET SESSION sql_mode = DEFAULT",
+                  "SELECT \"a\"", "SHOW TABLES", "DROP TABLE IF EXISTS t"],
 }
 SHELL_PROBE = "pwd; echo X=$X; cat /tmp/f; ls /tmp/d; alias; umask; declare -f; set -o | grep glob"
 #: Actions that show the state (run after every sequence, so that any difference shows).
@@ -48,9 +56,13 @@ PROBES = {
                "_os.path.exists('/tmp/f') and open('/tmp/f').read())"],
     "sql": ["SELECT group_concat(name) FROM sqlite_master", "SELECT count(*), sum(a) FROM t",
             "SELECT hex(b) FROM tt"],
+    "sql-mysql": ["SHOW TABLES", "SELECT count(*), sum(a) FROM t", "SELECT id, hex(b) FROM u",
+                  "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_NAME = "
+                  "'u' AND TABLE_SCHEMA = DATABASE()", "SELECT @x, @y, @z, @w, @@sql_mode"],
 }
 SNAPSHOTTING = sorted(ALPHABETS)
 OTHERS = sorted(b.name for b in benchmarks() if b.name not in ALPHABETS)
+MYSQL = "sql-mysql"  # the SQL environment on the MySQL backend (a real MariaDB)
 FAST = settings(max_examples=5, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
@@ -58,11 +70,21 @@ FAST = settings(max_examples=5, deadline=None, derandomize=True, database=None,
 
 @pytest.fixture(params=SNAPSHOTTING, scope="module")
 def env(request: pytest.FixtureRequest) -> Iterator[IntercodeEnv]:
-    e = intercode.make(request.param, dataset=testing.small_dataset(request.param)).unwrapped
+    if request.param == MYSQL:
+        e = intercode.make("sql", dataset=testing.small_dataset("sql"), backend="mysql",
+                           mysql_url=request.getfixturevalue("mysql_url")).unwrapped
+    else:
+        e = intercode.make(request.param, dataset=testing.small_dataset(request.param)).unwrapped
     assert isinstance(e, IntercodeEnv)
     e.reset(options={"task": 0})
     yield e
     e.close()
+
+
+def kind(env: IntercodeEnv) -> str:
+    """The alphabet's key: the environment's name (``sql-mysql`` on the MySQL backend)."""
+    backend = getattr(env, "backend", None)
+    return MYSQL if getattr(backend, "name", "") == "mysql" else env.env_name
 
 
 def actions(draw: st.DrawFn, name: str, low: int, high: int) -> list[str]:
@@ -82,8 +104,8 @@ def episodes(draw: st.DrawFn, name: str) -> tuple[list[str], list[str]]:
 @given(data=st.data())
 def test_restore_replays_the_same_observations_and_rewards(env: IntercodeEnv,
                                                            data: st.DataObject) -> None:
-    before, after = data.draw(episodes(env.env_name))
-    after += PROBES[env.env_name]
+    before, after = data.draw(episodes(kind(env)))
+    after += PROBES[kind(env)]
     env.reset(options={"task": 0})
     play(env, before)
     snap = env.snapshot()
@@ -100,10 +122,10 @@ def test_restore_replays_the_same_observations_and_rewards(env: IntercodeEnv,
 @settings(FAST, max_examples=3)
 @given(data=st.data())
 def test_fork_and_parent_do_not_see_each_other(env: IntercodeEnv, data: st.DataObject) -> None:
-    before, after = data.draw(episodes(env.env_name))
+    before, after = data.draw(episodes(kind(env)))
     env.reset(options={"task": 0})
     play(env, before)
-    probe = PROBES[env.env_name]
+    probe = PROBES[kind(env)]
     fork = env.fork()
     try:
         assert fork.turn == env.turn and fork.history == env.history
@@ -117,7 +139,7 @@ def test_fork_and_parent_do_not_see_each_other(env: IntercodeEnv, data: st.DataO
 
 
 def test_a_snapshot_survives_many_restores(env: IntercodeEnv) -> None:
-    name = env.env_name
+    name = kind(env)
     env.reset(options={"task": 0})
     play(env, ALPHABETS[name][:3])
     snap = env.snapshot()
@@ -154,19 +176,6 @@ def test_environments_without_snapshots_say_so(name: str) -> None:
         e.close()
 
 
-def test_the_mysql_backend_says_it_cannot_snapshot(mysql_url: str) -> None:
-    e = intercode.make("sql", dataset=testing.small_dataset("sql"), backend="mysql",
-                       mysql_url=mysql_url).unwrapped
-    assert isinstance(e, IntercodeEnv)
-    try:
-        e.reset(options={"task": 0})
-        with pytest.raises(SnapshotUnsupported, match="MysqlSession sessions cannot snapshot"):
-            e.snapshot()
-        assert e.step("SELECT 1")[0]  # the episode goes on
-    finally:
-        e.close()
-
-
 def test_a_collected_snapshot_is_freed_on_the_environments_next_call(env: IntercodeEnv) -> None:
     """The garbage collector may run in the middle of a sandbox request (or on another
     thread): the finalizer only queues the state; the environment frees it itself."""
@@ -179,20 +188,20 @@ def test_a_collected_snapshot_is_freed_on_the_environments_next_call(env: Interc
     gc.collect()
     assert env._snapshots.pending == [state]
     assert not getattr(state, "released", False)
-    env.step(ALPHABETS[env.env_name][0])
+    env.step(ALPHABETS[kind(env)][0])
     assert env._snapshots.pending == []
 
 
 def test_fork_into_a_warm_environment(env: IntercodeEnv) -> None:
     env.reset(options={"task": 0})
-    play(env, ALPHABETS[env.env_name][:2])
+    play(env, ALPHABETS[kind(env)][:2])
     warm = env.sibling()
     try:
         warm.reset(options={"task": 0})
-        play(warm, ALPHABETS[env.env_name][2:4])
+        play(warm, ALPHABETS[kind(env)][2:4])
         assert env.fork(into=warm) is warm
         assert warm.task == env.task and warm.history == env.history
-        assert play(warm, PROBES[env.env_name]) == play(env, PROBES[env.env_name])
+        assert play(warm, PROBES[kind(env)]) == play(env, PROBES[kind(env)])
         with pytest.raises(ConfigError, match="same class and dataset"):
             env.fork(into=env)
     finally:
@@ -207,4 +216,4 @@ def test_released_snapshots_are_not_reported_as_background_processes(env: Interc
         snap.release()
     snap = env.snapshot()
     env.restore(snap)
-    assert "background" not in env.step(PROBES[env.env_name][0])[0]
+    assert "background" not in env.step(PROBES[kind(env)][0])[0]

@@ -168,6 +168,11 @@ class IntercodeEnv(gym.Env[str, str]):
         raise SnapshotUnsupported(f"the {self.env_name} environment ({type(self).__name__}) "
                                   "cannot fork")
 
+    def fork_state(self) -> ExecState:
+        """What :meth:`fork` hands to :meth:`transfer_state` (by default a snapshot's
+        state, :meth:`save_state`)."""
+        return self.save_state()
+
     def sibling(self) -> IntercodeEnv:
         """A new environment configured as this one (for :meth:`fork`)."""
         args, kwargs = self._init_args
@@ -211,19 +216,22 @@ class IntercodeEnv(gym.Env[str, str]):
                                  or into.dataset.name != self.dataset.name):
             raise ConfigError("fork(into=...) takes another environment of the same class "
                               "and dataset")
-        snap = self.snapshot()
-        other = self.sibling() if into is None else into
+        self._snapshots.drain()
+        state = self.fork_state()
+        turn, done, history = self.turn, self.done, list(self.history)
         try:
-            other.reset(options={"task": task.index})
-            self.transfer_state(snap.state, other)
-            other.turn, other.done, other.history = snap.turn, snap.done, list(snap.history)
-            other.np_random = copy.deepcopy(self.np_random)
-        except BaseException:
-            if into is None:
-                other.close()
-            raise
+            other = self.sibling() if into is None else into
+            try:
+                other.reset(options={"task": task.index})
+                self.transfer_state(state, other)
+                other.turn, other.done, other.history = turn, done, history
+                other.np_random = copy.deepcopy(self.np_random)
+            except BaseException:
+                if into is None:
+                    other.close()
+                raise
         finally:
-            snap.release()
+            state.release()
         return other
 
     # -- pickling ------------------------------------------------------------------------

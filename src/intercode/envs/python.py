@@ -21,7 +21,7 @@ from intercode.envs import sandbox_state
 from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
-from intercode.envs.snapshot import ExecState
+from intercode.envs.snapshot import ExecState, NoState
 from intercode.errors import ConfigError, RewardError, SandboxError, SnapshotError
 from intercode.rewards.python import Outcome, PythonReward, python_reward
 from intercode.rewards.python_split import BUILTIN_NAMES, SplitTest, defined_names, split_test
@@ -254,6 +254,11 @@ class PythonEnv(IntercodeEnv):
         loaded = sandbox_state.load(self._sandbox("agent"), state)
         self._functions = list(loaded.extra["functions"])
         self.restore_note = loaded.note()
+
+    def fork_state(self) -> ExecState:
+        """Nothing: a fork replays the episode's actions (see :meth:`transfer_state`), so
+        no interpreter is held and no tree kept for it."""
+        return NoState()
 
     def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
         """A process cannot move to another sandbox: ``other`` replays this episode's

@@ -136,9 +136,7 @@ def load(box: Sandbox, state: object) -> SandboxState:
     if state.box is not box or not box.alive:
         raise SnapshotError("the sandbox was replaced since the snapshot was taken (it "
                             "stopped); its state is lost")
-    box.tree_restore(state.ident, state.cwd, state.held)
-    if state.shell is not None:
-        box.run(state.shell)
+    box.tree_restore(state.ident, state.cwd, state.held, replay=state.shell)
     return state
 
 

@@ -122,10 +122,12 @@ class Sandbox(ABC):
         a copy of the interpreter (of :meth:`hold`) that the snapshot keeps."""
         raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot snapshot")
 
-    def tree_restore(self, ident: int, cwd: str, held: int | None = None) -> None:
+    def tree_restore(self, ident: int, cwd: str, held: int | None = None,
+                     replay: str | None = None) -> None:
         """Kill every process (held interpreters excepted), bring the tree to snapshot
         ``ident``, and start a fresh shell in ``cwd`` or, with ``held``, make a new fork
-        of that held interpreter (see :meth:`hold`) the shell."""
+        of that held interpreter (see :meth:`hold`) the shell. ``replay``: a script
+        the new Bash shell runs first, its output dropped (the shell's state)."""
         raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot restore")
 
     def tree_drop(self, ident: int) -> None:  # noqa: B027  (nothing held without snapshots)

@@ -32,6 +32,8 @@ from intercode.sandbox.limits import Limits
 from intercode.sandbox.netns import SandboxNetwork
 from intercode.sandbox.shellio import Output, ShellIO
 
+MAX_REPLAY = 100_000  # bytes of a shell replay run at spawn (inbox/shell.py MAX_PRELUDE)
+
 log = logging.getLogger(__name__)
 
 NOBODY = 65534
@@ -396,11 +398,22 @@ class BwrapSandbox(base.Sandbox):
         return base.TreeSnapshotInfo(cwd=str(reply.get("cwd", "/")),
                                      background=int(reply.get("background", 0)))
 
-    def tree_restore(self, ident: int, cwd: str, held: int | None = None) -> None:
-        """Bring the tree to snapshot ``ident``; a fresh shell in ``cwd`` (or ``held``)."""
+    def tree_restore(self, ident: int, cwd: str, held: int | None = None,
+                     replay: str | None = None) -> None:
+        """Bring the tree to snapshot ``ident``; a fresh shell in ``cwd`` (or ``held``)
+        that runs ``replay`` first (Bash; one that does not fit an argument is run as an
+        action after the restore)."""
         msg: dict[str, Any] = {"op": "tree_restore", "id": ident, "cwd": cwd}
         if held is not None:
             msg["pid"] = held
+        late = None
+        if replay is not None:
+            fits = (self.shell == "bash" and "\0" not in replay
+                    and len(replay.encode("utf-8", "surrogateescape")) <= MAX_REPLAY)
+            if fits:
+                msg["replay"] = replay
+            else:
+                late = replay
         reply, _ = self._request(self._with_drops(msg))
         if reply.get("gone"):
             if "shell_pid" in reply:  # it died mid-restore: a fresh interpreter took over
@@ -411,6 +424,8 @@ class BwrapSandbox(base.Sandbox):
             raise SnapshotError("the snapshot's held interpreter is gone (killed inside the "
                                 "sandbox); it cannot be restored")
         self._after_new_shell(reply, cwd)
+        if late is not None:
+            self.run(late)
 
     def tree_drop(self, ident: int) -> None:
         """Forget tree snapshot ``ident`` with the next snapshot request (no round trip)."""

@@ -77,6 +77,8 @@ class MysqlBackend(SqlBackend):
         self.server = ""
         self.dialect = "MySQL"
         self._literal: re.Pattern[str] | None = None
+        #: a fresh session's variables (for snapshots: what the agent changed)
+        self.session_defaults: dict[str, str | None] | None = None
 
     # -- connections ---------------------------------------------------------------------
 

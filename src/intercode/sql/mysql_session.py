@@ -12,8 +12,10 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from intercode.errors import SandboxError
+from intercode.envs.snapshot import ExecState
+from intercode.errors import SandboxError, SnapshotError, SnapshotUnsupported
 from intercode.sql import mysql_compat as compat
+from intercode.sql import mysql_snapshot as snaps
 from intercode.sql.backend import SqlSession
 from intercode.sql.mysql_accounts import Account
 from intercode.sql.mysql_fetch import arm, fetch_bounded
@@ -72,6 +74,11 @@ class MysqlSession(SqlSession):
         self._copies: set[str] = set()
         self._dirty: set[str] = set()
         self._names: dict[str, str] = {}
+        self._snapshots: dict[str, snaps.MysqlState] = {}
+        # statements that could write (any but a plain read) run so far, and the state
+        # (ident, that count) the databases were last made equal to by a save or load
+        self._writes = 0
+        self._synced: tuple[str, int] | None = None
         self.conn = self._login()
         self._configure()
 
@@ -189,6 +196,135 @@ class MysqlSession(SqlSession):
         self.current_db = name
         self._names = {self.backend.copy_name(self.sid, n): n for n in self._copies}
 
+    # -- snapshots (see mysql_snapshot) --------------------------------------------------
+
+    def save(self) -> snaps.MysqlState:
+        """Copy the session's databases and record its settings; the session goes on, on a
+        fresh connection (what a restore would give: see ``mysql_snapshot``)."""
+        if "mariadb" not in self.backend.server.lower():
+            raise SnapshotUnsupported("snapshots of the MySQL backend need a MariaDB server "
+                                      "(they read user variables from USER_VARIABLES)")
+        if len(self._snapshots) >= snaps.MAX_LIVE:
+            raise SnapshotError(f"this session holds {snaps.MAX_LIVE} live snapshots, the "
+                                "most it may: release some (snap.release())")
+        now, variables = self._capture()
+        self._settle(commit=True)
+        settings = self._changed(now) if now else {}
+        state = snaps.MysqlState(self, {}, self.current_db, {}, {})
+        try:
+            found = {db: snaps.inventory(self.backend, self.backend.copy_name(self.sid, db))
+                     for db in sorted(self._copies)}
+            state.size = sum(f.size for f in found.values() if f is not None)
+            held = sum(s.size for s in self._snapshots.values())
+            if held + state.size > snaps.MAX_BYTES:
+                raise SnapshotError(f"the session's live snapshots would hold more than "
+                                    f"{snaps.MAX_BYTES >> 20} MiB: release some")
+            self._snapshots[state.ident] = state
+            for db, inv in found.items():
+                target = None if inv is None else snaps.snapshot_name(self.backend,
+                                                                      state.ident, db)
+                state.copies[db] = target
+                if inv is not None and target is not None:
+                    snaps.copy_database(self.backend, self.backend.copy_name(self.sid, db),
+                                        inv, target)
+                    state.inventories[db] = inv
+            state.settings, state.variables = settings, variables
+            self._synced = (state.ident, self._writes)
+        except BaseException:
+            state.release()
+            raise
+        finally:
+            self._resume(settings, variables, self.current_db)
+        return state
+
+    def load(self, state: ExecState) -> None:
+        """The session's databases and settings back as in ``state``."""
+        self._install(self._own(state))
+
+    def transfer(self, state: ExecState, other: SqlSession) -> None:
+        """``other`` (a session on the same server) in ``state``."""
+        state = self._own(state)
+        if not isinstance(other, MysqlSession) or other.backend.args != self.backend.args:
+            raise SnapshotError("a MySQL snapshot forks only into a session of the same server")
+        other._install(state)
+
+    def forget_snapshot(self, state: snaps.MysqlState) -> None:
+        """``state`` was released."""
+        self._snapshots.pop(state.ident, None)
+
+    def _own(self, state: ExecState) -> snaps.MysqlState:
+        if (not isinstance(state, snaps.MysqlState) or state.session is not self
+                or state.released or self._snapshots.get(state.ident) is not state):
+            raise SnapshotError("not a live snapshot of this SQL session")
+        return state
+
+    def _install(self, state: snaps.MysqlState) -> None:
+        """Copy ``state``'s databases over this session's, replay its settings. The copy
+        is skipped when this session's databases are ``state``'s already (it saved or
+        restored it, and ran nothing since that could write: see ``_writes``)."""
+        self._settle(commit=False)
+        if (state.session is self and self._synced == (state.ident, self._writes)
+                and self._copies == set(state.copies)):
+            self._resume(state.settings, state.variables, state.current_db)
+            return
+        try:
+            for db in self._copies - set(state.copies):  # made since: pristine when used
+                self.backend.query(f"DROP DATABASE IF EXISTS "
+                                   f"`{self.backend.copy_name(self.sid, db)}`")
+            self._copies &= set(state.copies)
+            for db, source in state.copies.items():
+                target = self.backend.copy_name(self.sid, db)
+                found = state.inventories.get(db)
+                if found is None or source is None:
+                    self.backend.query(f"DROP DATABASE IF EXISTS `{target}`")
+                else:
+                    snaps.copy_database(self.backend, source, found, target)
+                if db not in self._copies:
+                    assert self.backend.accounts is not None
+                    self.backend.accounts.grant(self.account, target)
+                    self._copies.add(db)
+        finally:
+            self._dirty |= self._copies
+        self._synced = (state.ident, self._writes)
+        self._resume(state.settings, state.variables, state.current_db)
+
+    def _capture(self) -> tuple[dict[str, str | None], dict[str, Any]]:
+        """The connection's session variables, and its user variables."""
+        try:
+            with self.conn.cursor() as cur:
+                return snaps.session_variables(cur), snaps.user_variables(cur)
+        except self.backend._pymysql.err.Error as exc:
+            if (exc.args[0] if exc.args else 0) in snaps.NO_TABLE:
+                raise SnapshotUnsupported("this MariaDB server has no information_schema."
+                                          "USER_VARIABLES (the user_variables plugin), which "
+                                          "snapshots need") from None
+            return {}, {}  # the connection broke: nothing of it survives
+
+    def _changed(self, now: dict[str, str | None]) -> dict[str, str | None]:
+        """The settings of ``now`` that differ from a fresh session's (the connection is
+        a fresh one)."""
+        if self.backend.session_defaults is None:
+            with self.conn.cursor() as cur:
+                self.backend.session_defaults = snaps.session_variables(cur)
+        return snaps.changed_settings(now, self.backend.session_defaults)
+
+    def _settle(self, commit: bool) -> None:
+        """End the connection (committing its transaction first if ``commit``)."""
+        if commit:
+            try:
+                self.conn.commit()
+            except self.backend._pymysql.err.Error:
+                pass  # an XA transaction, a broken connection: it ends with the connection
+        self._fresh_connection()
+
+    def _resume(self, settings: dict[str, str | None], variables: dict[str, Any],
+                db: str) -> None:
+        snaps.replay(self.conn, settings, variables)
+        self._configure()
+        self._dirty |= self._copies
+        if db:
+            self._use(db)
+
     def _canonical(self, db: str) -> str | None:
         for name in self.backend.store.databases:
             if name.lower() == db.lower():
@@ -218,6 +354,8 @@ class MysqlSession(SqlSession):
                 names = [n for n in names if compat.like_match(pattern, n)]
             return QueryResult(rows=[(n,) for n in names])
         kind = statement_kind(sql)
+        if kind != "read":
+            self._writes += 1
         physical = self._to_physical(sql)
         if kind == "other":  # may commit, to any copy it names (db.table): redo them all
             self._dirty |= self._copies | {self.current_db}
@@ -342,6 +480,8 @@ class MysqlSession(SqlSession):
         if self.backend._admin is None or self.backend.accounts is None:
             return
         try:
+            for state in list(self._snapshots.values()):
+                state.release()
             for db in self._copies:
                 target = self.backend.copy_name(self.sid, db)
                 self.backend.query(f"DROP DATABASE IF EXISTS `{target}`")

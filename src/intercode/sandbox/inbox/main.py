@@ -305,12 +305,13 @@ class Supervisor(snaps.Snapshots):
         return {"exit_code": code, "timed_out": timed_out, "total": total,
                 "stopped": stopped}, output
 
-    def _spawn_shell(self, cwd):
-        """Drop what is left of an earlier action in the pipe, then start a shell."""
+    def _spawn_shell(self, cwd, prelude=None):
+        """Drop what is left of an earlier action in the pipe, then start a shell
+        (``prelude``: see ``Shell.spawn``)."""
         self._drain_actions()
         self.freezer.thaw()  # what survived the kill (a spare interpreter) must run
         self.files_seen = self.files_used()
-        self.shell.spawn(cwd)
+        self.shell.spawn(cwd, prelude)
 
     def _drain_actions(self):
         fd = self.cfg["fds"]["action_r"]

@@ -59,6 +59,10 @@ LOOP = (
     "done" % SHORT_ACTION
 )
 
+# runs ``$1`` (then forgets it) on the loop's own line: see Shell.spawn
+PRELUDE = '{ eval "$1"; builtin set --; } </dev/null >/dev/null 2>&1; '
+MAX_PRELUDE = 100000  # bytes: an argument's limit is 128 KiB
+
 
 def encode_action(seq, action_bytes, kind=None):
     """Bytes to write to the shell's action descriptor for one action.
@@ -87,8 +91,13 @@ class Shell:
         self.spare = None  # (pid, go pipe) of a ready Python interpreter or SQL engine
         self.data = b""  # what the SQL engine starts with (the host's database images)
 
-    def spawn(self, cwd):
-        """Start a new shell in ``cwd`` (``/`` if it no longer exists)."""
+    def spawn(self, cwd, prelude=None):
+        """Start a new shell in ``cwd`` (``/`` if it no longer exists).
+
+        ``prelude`` (bash only): a script the shell runs before its loop, its output
+        dropped (a restore's shell state). It is evaluated on the loop's line, so the
+        loop is parsed before any alias the script defines exists.
+        """
         action_r, output_w, status_w = self.fds
         if self.shell_path in FORKED:
             return self._fork_python(cwd)
@@ -101,6 +110,9 @@ class Shell:
         try:
             if isinstance(self.shell_path, list):  # a program that speaks the protocol
                 argv = self.shell_path
+            elif prelude is not None:
+                argv = [self.shell_path, "--norc", "--noprofile", "-c", PRELUDE + LOOP,
+                        self.shell_path, prelude]
             else:
                 argv = [self.shell_path, "--norc", "--noprofile", "-c", LOOP]
             self.pid = os.posix_spawn(

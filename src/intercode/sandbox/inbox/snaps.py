@@ -47,6 +47,7 @@ class Snapshots:
         self.tree_snaps = {}  # id -> (state, reads) of Tree.snapshot
         self.last_snap = None
         self.held = set()
+        self.dying = set()  # dropped held copies, killed, maybe not gone yet
 
     def keep_alive(self):
         """The processes a kill of the agent's processes spares (with the shell)."""
@@ -58,7 +59,9 @@ class Snapshots:
     def background(self):
         """How many processes run besides the shell, the spare and the held copies."""
         spare = () if self.shell.spare is None else (self.shell.spare[0],)
-        return len(shell.live_pids({1, os.getpid(), *self.keep_alive(), *spare}))
+        self.reap()
+        self.dying = {pid for pid in self.dying if parent_of(pid) is not None}
+        return len(shell.live_pids({1, os.getpid(), *self.keep_alive(), *spare, *self.dying}))
 
     def _forget(self, msg):
         """The drops the host queued since its last snapshot request (``drop``: tree
@@ -100,7 +103,12 @@ class Snapshots:
         stats = self.tree.restore_to(state)
         t2 = time.perf_counter()
         if pid is None:
-            self._spawn_shell(msg.get("cwd", "/"))
+            prelude = msg.get("replay")
+            if prelude is not None and (not isinstance(prelude, str) or "\0" in prelude
+                                        or len(prelude.encode("utf-8", "surrogateescape"))
+                                        > shell.MAX_PRELUDE):
+                raise ValueError("a malformed shell replay")
+            self._spawn_shell(msg.get("cwd", "/"), prelude)
         else:
             try:
                 self._resume(pid)
@@ -144,19 +152,15 @@ class Snapshots:
         return {}, b""
 
     def _drop_held(self, pid):
-        """Kill the held copy ``pid`` and wait until it is gone (it must not count as a
-        background process of the snapshot taken next)."""
+        """Kill the held copy ``pid`` without waiting for it: until it is gone it is
+        ``dying``, which the count of background processes leaves out."""
         if pid in self.held:
             self.held.discard(pid)
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 return
-            deadline = time.monotonic() + RESUME_TIMEOUT
-            while parent_of(pid) is not None and time.monotonic() < deadline:
-                self.reap()
-                time.sleep(0.0001)
-            self.reap()
+            self.dying.add(pid)
 
     def _resume(self, pid):
         """Replace the (killed) interpreter by a new fork of the held copy ``pid``."""
@@ -174,18 +178,28 @@ class Snapshots:
     def _orphan(self, timeout):
         """The pid of the new interpreter: the process that is our child and no other."""
         spare = () if self.shell.spare is None else (self.shell.spare[0],)
-        known = {1, os.getpid(), *self.held, *spare}
+        known = {1, os.getpid(), *self.held, *spare, *self.dying}
         deadline = time.monotonic() + timeout
-        delay = 0.0001
+        delay = 0.00005
         while True:
-            for pid in shell.live_pids(known):
+            for pid in self._children(known):
                 if parent_of(pid) == os.getpid():
                     return pid
             if time.monotonic() > deadline:
                 raise RuntimeError("the held interpreter did not resume")
             time.sleep(delay)
-            delay = min(delay * 2, 0.005)
+            delay = min(delay * 2, 0.0005)
+
+    def _children(self, known):
+        """Our children not in ``known`` (every process of the namespace but those,
+        where the kernel does not list children)."""
+        try:
+            data = shell.proc_read("%d/task/%d/children" % (os.getpid(), os.getpid()))
+        except OSError:
+            return shell.live_pids(known)
+        return [pid for pid in map(int, data.split()) if pid not in known]
 
     def forget_held(self, pid):
         """A held copy died."""
         self.held.discard(pid)
+        self.dying.discard(pid)
