@@ -58,6 +58,7 @@ class Layout:
     hide_usr_local: bool = True
     network: bool | str = False  # see intercode.sandbox.netns
     extra_env: tuple[tuple[str, str], ...] = field(default=())
+    image: str | None = None  # the docker backend's image (see intercode.sandbox.docker)
 
     @property
     def home(self) -> str:

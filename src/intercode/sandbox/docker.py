@@ -1,0 +1,321 @@
+"""The Docker sandbox backend: the same supervisor, in a container, over one stream.
+
+One container per sandbox, started once. Its main process (pid 1) is the supervisor
+of ``inbox/main.py``, booted from source as on bubblewrap; the supervisor's pipes are
+multiplexed over the container's stdio, attached once through the engine's API
+(``inbox/relay.py`` inside, :mod:`~intercode.sandbox.docker_stream` outside). So a step
+and a reset cost round trips on that stream, never a ``docker exec``, and nothing but
+the attach stream crosses from host to container (Docker Desktop's VM included).
+
+Isolation is Docker's own: no network, every capability dropped, ``no-new-privileges``,
+a non-root user, a read-only root file system with size-bounded tmpfs mounts where the
+tasks write (see ``Tree``'s ``mounts``), memory, process and CPU limits, Docker's
+default seccomp profile plus intercode's filter (installed by pid 1 on itself), and
+Docker's masked ``/proc`` paths. Containers carry labels naming the process that
+made them; close removes them, the engine removes them when that process dies (the
+stream closes, the supervisor exits, ``AutoRemove``), and the first sandbox of a run
+removes those left by processes that no longer exist.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import socket
+import time
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError
+from intercode.sandbox import seccomp
+from intercode.sandbox.bwrap import BOOT, BwrapSandbox
+from intercode.sandbox.channel import Channel
+from intercode.sandbox.docker_engine import Engine, message
+from intercode.sandbox.docker_stream import Stream
+from intercode.sandbox.filetree import FileTree
+from intercode.sandbox.inbox import MODULES, proto
+from intercode.sandbox.layout import EPOCH_NS, SCRATCH_MOUNTS, SKELETON_DIRS, Layout
+from intercode.sandbox.limits import MiB, Limits
+from intercode.sandbox.shellio import ShellIO
+
+log = logging.getLogger(__name__)
+
+LABEL = "org.intercode.sandbox"
+OWNER_LABEL = "org.intercode.owner"  # host name, pid and start time of the process
+DOCKER_BOOT = BOOT.replace("sys.modules['icbox.main'].main(sys.argv[1:])",
+                           "sys.modules['icbox.relay'].boot()")
+PYTHON = "/usr/bin/python3"
+# top-level directories every sandbox has writable (the skeleton's)
+SKELETON_TOP = tuple(sorted({d.split("/")[0] for d, _ in SKELETON_DIRS}))
+SUPERVISOR_MEMORY = 256 * MiB  # the cgroup's room beyond the agent's limit and the tmpfs
+START_TIMEOUT = 60.0
+_swept = False
+
+
+def _sources() -> list[list[str]]:
+    """The supervisor's modules and the relay, as the boot code reads them."""
+    pkg = resources.files("intercode.sandbox.inbox")
+    return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
+            for name in (*MODULES, "relay")]
+
+
+def _proc_start(pid: int) -> str | None:
+    """Start time of process ``pid`` (clock ticks since boot), or ``None`` if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        return fields[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def owner() -> str:
+    """This process as a label value: host, pid and start time."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_proc_start(os.getpid()) or '?'}"
+
+
+def sweep(engine: Engine) -> int:
+    """Remove the sandbox containers left by processes of this host that no longer exist
+    (a run killed with SIGKILL whose containers the engine has not removed yet)."""
+    listed = engine.ok("GET", "/containers/json",
+                       query={"all": "1", "filters": f'{{"label": ["{LABEL}"]}}'})
+    removed = 0
+    host = socket.gethostname()
+    for item in listed or []:
+        value = (item.get("Labels") or {}).get(OWNER_LABEL, "")
+        name, _, rest = value.partition(":")
+        pid, _, started = rest.partition(":")
+        if name != host or not pid.isdigit():
+            continue
+        if _proc_start(int(pid)) == started:
+            continue  # its process still runs
+        status, _ = engine.call("DELETE", f"/containers/{item['Id']}", query={"force": "1"})
+        removed += status in (200, 204)
+    return removed
+
+
+def default_image(profile: str = "base") -> str:
+    """The image to use when none is named: ``$INTERCODE_DOCKER_IMAGE``, else the one
+    ``intercode image build`` makes (built if missing)."""
+    named = os.environ.get("INTERCODE_DOCKER_IMAGE")
+    if named:
+        return named
+    try:
+        from intercode.sandbox import images  # type: ignore[attr-defined]
+    except ImportError:
+        raise SandboxUnavailableError(
+            "the docker sandbox needs an image: pass --image NAME (or set "
+            "INTERCODE_DOCKER_IMAGE); it needs python3 and bash (see docs/docker.md)") from None
+    return str(images.docker_image(profile))
+
+
+class DockerSandbox(BwrapSandbox):
+    """A sandbox in a Docker container (see the module docstring)."""
+
+    name = "docker"
+
+    @classmethod
+    def preflight(cls) -> None:
+        """An engine must answer on its socket."""
+        Engine().ping()
+
+    def __init__(self, limits: Limits | None = None, layout: Layout | None = None,
+                 python: str = PYTHON, shell: str | Sequence[str] = "bash",
+                 shell_data: bytes = b"", image: str | None = None,
+                 cpus: float | None = None, profile: str = "base") -> None:
+        """``image``: the image to run (else :func:`default_image`); ``cpus``: CPU time
+        (``$INTERCODE_DOCKER_CPUS``, default 1); ``profile``: which built image to use
+        when none is named (``base`` or ``ctf``)."""
+        super().__init__(limits=limits, layout=layout, python=python, shell=shell,
+                         shell_data=shell_data)
+        if self.layout.network:
+            raise ConfigError("the docker sandbox has no network mode yet (network=False only)")
+        self.image = image or self.layout.image
+        self.profile = profile
+        try:
+            self.cpus = float(cpus if cpus is not None
+                              else os.environ.get("INTERCODE_DOCKER_CPUS") or 1.0)
+        except ValueError as exc:
+            raise ConfigError(f"INTERCODE_DOCKER_CPUS must be a number: {exc}") from None
+        if self.cpus <= 0:
+            raise ConfigError("the docker sandbox's CPUs must be positive")
+        self.mounts: tuple[str, ...] = SKELETON_TOP
+        self._engine: Engine | None = None
+        self._stream: Stream | None = None
+        self._container: str | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """Whether the container's stream is open."""
+        return (self._stream is not None and not self._stream.ended
+                and self._channel is not None and not self._channel.closed)
+
+    def start(self) -> None:
+        """Create, attach and start the container; wait until the supervisor is ready."""
+        if self._stream is not None:
+            return
+        try:
+            self._spawn()
+            self._await_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def _spawn(self) -> None:
+        global _swept
+        engine = self._engine = Engine()
+        if not _swept:
+            _swept = True
+            sweep(engine)
+        image = self.image = self.image or default_image(self.profile)
+        name = f"intercode-{os.getpid()}-{os.urandom(4).hex()}"
+        status, reply = engine.call("POST", "/containers/create", self._create_body(image),
+                                    query={"name": name})
+        if status == 404:
+            raise SandboxUnavailableError(
+                f"the Docker image {image!r} does not exist here: build it with "
+                "`intercode image build` or name another with --image (see docs/docker.md)")
+        if status != 201:
+            raise SandboxError(f"Docker engine: cannot create the sandbox container "
+                               f"({status}): {message(reply)}")
+        self._container = str(reply["Id"])
+        sock, first = engine.attach(self._container)
+        stream = self._stream = Stream(sock, first)
+        engine.ok("POST", f"/containers/{self._container}/start")
+        try:  # the boot code reads the sources and the configuration straight from stdin
+            sock.sendall(proto.encode(_sources()) + proto.encode(self._config({}),
+                                                                  self.shell_data))
+        except OSError:
+            pass  # the container failed early; _await_ready reports why
+        stream.start()
+        self._channel = Channel(stream.ctl_w, stream.ctl_r)
+        os.set_blocking(stream.ctl_w, True)
+        self._io = ShellIO(stream.action_w, stream.output_r, stream.status_r,
+                           self._channel, self.limits, self._restart,
+                           interrupt_signal="SIGINT" if self.shell in ("python", "sqlite")
+                           else None, freeze=self.shell != "sqlite")
+
+    def _create_body(self, image: str) -> dict[str, Any]:
+        lim, lay = self.limits, self.layout
+        tmpfs_opts = f"rw,exec,nosuid,nodev,size={lim.storage},uid={lay.uid},gid={lay.gid}"
+        tmpfs = {f"/{m}": f"{tmpfs_opts},mode=755" for m in self.mounts}
+        env = [f"{k}={v}" for k, v in lay.shell_env().items()]
+        return {
+            "Image": image,
+            "Cmd": [self.python, "-I", "-S", "-c", DOCKER_BOOT, "0"],
+            "Entrypoint": [],
+            "User": f"{lay.uid}:{lay.gid}",
+            "Hostname": lay.hostname,
+            "Env": env,
+            "WorkingDir": "/",
+            "OpenStdin": True, "StdinOnce": True, "AttachStdin": True,
+            "AttachStdout": True, "AttachStderr": True, "Tty": False,
+            "NetworkDisabled": True,
+            "Labels": {LABEL: "1", OWNER_LABEL: owner()},
+            "HostConfig": {
+                "NetworkMode": "none",
+                "CapDrop": ["ALL"],
+                "SecurityOpt": ["no-new-privileges"],
+                "ReadonlyRootfs": True,
+                "Tmpfs": tmpfs,
+                "ShmSize": lim.shm,
+                # tmpfs pages count in the container's memory: the agent's limit (which the
+                # supervisor enforces first), its file systems and the supervisor's own
+                "Memory": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
+                "MemorySwap": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
+                "PidsLimit": lim.processes + 16,
+                "NanoCpus": int(self.cpus * 1e9),
+                "AutoRemove": True,
+                "Init": False,
+                "IpcMode": "private",
+                "Privileged": False,
+            },
+        }
+
+    def _config(self, inside: dict[str, int]) -> dict[str, Any]:
+        cfg = super()._config(inside)
+        cfg.pop("fds")
+        cfg["mounts"] = list(self.mounts)
+        cfg["seccomp"] = seccomp.program().hex()
+        cfg["epoch_ns"] = EPOCH_NS
+        cfg["scratch"] = list(SCRATCH_MOUNTS)
+        return cfg
+
+    def _await_ready(self) -> None:
+        assert self._channel is not None and self._stream is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([self._channel.read_fd], [], [], 0.05)
+            if readable:
+                try:
+                    self._channel.pump()
+                except SandboxError:
+                    break
+            ready = self._channel.take_events("ready")
+            if ready:
+                if not ready[0].get("ok"):
+                    raise SandboxError(f"sandbox supervisor failed: {ready[0].get('error')}")
+                return
+        raise SandboxUnavailableError(self._startup_failure())
+
+    def _startup_failure(self) -> str:
+        err = bytes(self._stream.stderr).decode("utf-8", "replace").strip() \
+            if self._stream is not None else ""
+        return (f"the docker sandbox (image {self.image}) did not start: "
+                f"{err[-2000:] or 'no output'} (the image needs {self.python} and bash; "
+                "see docs/docker.md)")
+
+    def close(self) -> None:
+        """Remove the container and close the stream (idempotent)."""
+        stream, self._stream = self._stream, None
+        container, self._container = self._container, None
+        if stream is not None:
+            try:
+                stream.sock.shutdown(socket.SHUT_WR)  # stdin closes: the supervisor exits
+            except OSError:
+                pass
+        if container is not None and self._engine is not None:
+            try:
+                status, reply = self._engine.call("DELETE", f"/containers/{container}",
+                                                  query={"force": "1"})
+                if status not in (200, 204, 404, 409):
+                    log.error("cannot remove the sandbox container %s: %s", container,
+                              message(reply))
+            except SandboxError as exc:
+                log.error("cannot remove the sandbox container %s: %s", container, exc)
+        if stream is not None:
+            stream.stop()
+            for fd in stream.host_fds():
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._channel = None
+        self._io = None
+        self._tree_id = None
+
+    def __del__(self) -> None:
+        if getattr(self, "_stream", None) is not None:
+            self.close()
+
+    # -- trees ---------------------------------------------------------------------------
+
+    def load(self, tree: FileTree) -> None:
+        """As on bubblewrap; a tree with top-level directories that are not writable here
+        restarts the container with a tmpfs on each (once: later loads keep them)."""
+        tops = {e.path.split("/")[0] for e in tree.entries if e.path}
+        bad = [e.path for e in tree.entries if e.path and "/" not in e.path and e.kind != "d"]
+        if bad:
+            raise SandboxError(f"the docker sandbox's root is read-only: a tree cannot have "
+                               f"files directly in / ({', '.join(sorted(bad)[:5])})")
+        missing = tops - set(self.mounts)
+        if missing:
+            self.mounts = tuple(sorted(set(self.mounts) | missing))
+            if self._stream is not None:
+                self.close()
+                self.start()
+        super().load(tree)
