@@ -19,6 +19,7 @@ removes those left by processes that no longer exist.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import select
@@ -26,8 +27,10 @@ import socket
 import time
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
+from intercode.fsutil import write_atomic
 from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError
 from intercode.sandbox import seccomp
 from intercode.sandbox.bwrap import BOOT, BwrapSandbox
@@ -233,8 +236,30 @@ class DockerSandbox(BwrapSandbox):
                 "Init": False,
                 "IpcMode": "private",
                 "Privileged": False,
+                "Mounts": [{"Type": "bind", "Source": str(path), "Target": f"/etc/{name}",
+                            "ReadOnly": True} for name, path in self._etc_files()],
             },
         }
+
+    def _etc_files(self) -> list[tuple[str, Path]]:
+        """The generated ``passwd`` and ``group`` (the agent's name), as host files.
+
+        Docker's own ``hosts``, ``hostname`` and ``resolv.conf`` stay. The files are
+        bound read-only from the user's cache (a folder Docker Desktop shares)."""
+        from intercode.datasets.fetch import cache_dir
+
+        files = {k: v for k, v in self.layout.etc_files().items() if k in ("passwd", "group")}
+        key = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
+        folder = cache_dir() / "docker-etc" / key
+        found = []
+        for name, data in sorted(files.items()):
+            path = folder / name
+            if not path.is_file() or path.read_bytes() != data:
+                folder.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, data)
+                path.chmod(0o644)
+            found.append((name, path))
+        return found
 
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
         cfg = super()._config(inside)

@@ -29,6 +29,8 @@ TO_CTL, TO_ACTION = 0, 1  # host -> sandbox
 FROM_CTL, FROM_OUTPUT, FROM_STATUS = 0, 1, 2  # sandbox -> host
 FIRST_FD = 64  # above the shell's fixed descriptors (see bwrap.FIRST_PASSED_FD)
 CHUNK = 1 << 16
+OUTPUT_SLICE = 4 * CHUNK  # output forwarded in one round (then the other pipes get a turn)
+DRAIN_LIMIT = 4 << 20  # output forwarded at most before a status record or control frame
 PIPE_SIZE = 1 << 20
 SWITCH_INTERVAL = 0.0002  # s: the relay thread waits at most this long for the supervisor
 PR_SET_SECCOMP = 22
@@ -91,15 +93,17 @@ class Relay:
         while True:
             events = dict(self.poller.poll())
             if self.output_fd in events:
-                self._forward(self.output_fd)
+                self._forward(self.output_fd, OUTPUT_SLICE)
             for fd in events:
                 if fd == self.stream_in:
                     self._take_stream()
                 elif fd in self.pending:
                     self._flush(fd)
                 elif fd != self.output_fd:
-                    self._forward(self.output_fd)  # output read before comes first
-                    self._forward(fd)
+                    # the output written before a status record or an event comes first
+                    # (bounded: a flood from the background must not hold a reply up)
+                    self._forward(self.output_fd, DRAIN_LIMIT)
+                    self._forward(fd, 1 << 62)
             if self.eof and not self.pending[self.to_box[TO_CTL]]:
                 for fd in self.to_box.values():
                     os.close(fd)  # the supervisor sees the end of its channel and exits
@@ -140,8 +144,9 @@ class Relay:
         except KeyError:
             pass
 
-    def _forward(self, fd):
-        while True:
+    def _forward(self, fd, limit):
+        sent = 0
+        while sent < limit:
             try:
                 data = os.read(fd, CHUNK)
             except BlockingIOError:
@@ -149,6 +154,7 @@ class Relay:
             if not data:
                 self.poller.unregister(fd)
                 return
+            sent += len(data)
             proto.write_all(self.stream_out, HEAD.pack(self.from_box[fd], len(data)) + data)
 
 
