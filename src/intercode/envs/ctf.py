@@ -72,7 +72,7 @@ class CtfEnv(IntercodeEnv):
     def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> CtfEnv:
         """Limits, network mode and upstream quirks of the settings."""
         return cls(dataset, limits=settings.limits, network=settings.network,
-                   upstream_quirks=settings.upstream_quirks)
+                   upstream_quirks=settings.upstream_quirks, backend=settings.sandbox)
 
     def __init__(self, dataset: str | Dataset = "intercode-ctf", *, limits: Limits | None = None,
                  layout: Layout | None = None, network: bool | str = False,
