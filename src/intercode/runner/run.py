@@ -117,6 +117,8 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
     backend = get(cfg.env).sandbox
+    if backend is not None:
+        backend = cfg.settings.sandbox  # the benchmark runs in a sandbox: the chosen one
     if backend is not None and cfg.executor == "local":
         preflight(backend)  # no bwrap: one line, and no run folder left behind
     # (on Ray, each actor checks its own node as it starts)

@@ -36,8 +36,8 @@ from intercode.sandbox import seccomp
 from intercode.sandbox.bwrap import BOOT, BwrapSandbox
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.docker_engine import Engine, message
-from intercode.sandbox.docker_stream import Stream
-from intercode.sandbox.filetree import FileTree
+from intercode.sandbox.docker_stream import Stream, send_all
+from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.inbox import MODULES, proto
 from intercode.sandbox.layout import EPOCH_NS, SCRATCH_MOUNTS, SKELETON_DIRS, Layout
 from intercode.sandbox.limits import MiB, Limits
@@ -145,6 +145,7 @@ class DockerSandbox(BwrapSandbox):
         if self.cpus <= 0:
             raise ConfigError("the docker sandbox's CPUs must be positive")
         self.mounts: tuple[str, ...] = SKELETON_TOP
+        self.root_files: dict[str, str] = {}  # files of "/" -> host copies bound read-only
         self._engine: Engine | None = None
         self._stream: Stream | None = None
         self._container: str | None = None
@@ -190,8 +191,8 @@ class DockerSandbox(BwrapSandbox):
         stream = self._stream = Stream(sock, first)
         engine.ok("POST", f"/containers/{self._container}/start")
         try:  # the boot code reads the sources and the configuration straight from stdin
-            sock.sendall(proto.encode(_sources()) + proto.encode(self._config({}),
-                                                                  self.shell_data))
+            send_all(sock, proto.encode(_sources()) + proto.encode(self._config({}),
+                                                                    self.shell_data))
         except OSError:
             pass  # the container failed early; _await_ready reports why
         stream.start()
@@ -236,8 +237,10 @@ class DockerSandbox(BwrapSandbox):
                 "Init": False,
                 "IpcMode": "private",
                 "Privileged": False,
-                "Mounts": [{"Type": "bind", "Source": str(path), "Target": f"/etc/{name}",
-                            "ReadOnly": True} for name, path in self._etc_files()],
+                "Mounts": [{"Type": "bind", "Source": str(path), "Target": target,
+                            "ReadOnly": True} for target, path in [
+                    *((f"/etc/{name}", path) for name, path in self._etc_files()),
+                    *((f"/{name}", path) for name, path in sorted(self.root_files.items()))]],
             },
         }
 
@@ -330,17 +333,37 @@ class DockerSandbox(BwrapSandbox):
     # -- trees ---------------------------------------------------------------------------
 
     def load(self, tree: FileTree) -> None:
-        """As on bubblewrap; a tree with top-level directories that are not writable here
-        restarts the container with a tmpfs on each (once: later loads keep them)."""
-        tops = {e.path.split("/")[0] for e in tree.entries if e.path}
-        bad = [e.path for e in tree.entries if e.path and "/" not in e.path and e.kind != "d"]
-        if bad:
+        """As on bubblewrap, with the read-only root's limits: each top-level directory of
+        the tree gets a tmpfs, and each file directly in ``/`` a read-only bind of a copy
+        in the user's cache (the agent cannot change it; see docs/docker.md). A tree that
+        needs mounts the container does not have restarts it once with them."""
+        tops = {e.path.split("/")[0] for e in tree.entries if "/" in e.path or e.kind == DIR}
+        files = {e.path: e for e in tree.entries if "/" not in e.path and e.kind != DIR}
+        links = sorted(p for p, e in files.items() if e.kind != FILE)
+        if links:
             raise SandboxError(f"the docker sandbox's root is read-only: a tree cannot have "
-                               f"files directly in / ({', '.join(sorted(bad)[:5])})")
-        missing = tops - set(self.mounts)
-        if missing:
-            self.mounts = tuple(sorted(set(self.mounts) | missing))
+                               f"links directly in / ({', '.join(links[:5])})")
+        binds = {name: self._root_file(e) for name, e in files.items()}
+        mounts = tuple(sorted(set(self.mounts) | tops))
+        if mounts != self.mounts or binds != self.root_files:
+            self.mounts, self.root_files = mounts, binds
             if self._stream is not None:
                 self.close()
                 self.start()
+        if files:
+            tree = FileTree.of(e for e in tree.entries if e.path not in files)
         super().load(tree)
+
+    def _root_file(self, entry: Entry) -> str:
+        """A host copy of a file of ``/`` (its mode and time), to bind read-only."""
+        from intercode.datasets.fetch import cache_dir
+
+        data = entry.payload if isinstance(entry.payload, bytes) else b""
+        key = hashlib.sha256(b"%d:%d:" % (entry.mode, entry.mtime_ns) + data).hexdigest()[:24]
+        path = cache_dir() / "docker-root" / key / entry.path
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, data)
+            path.chmod(entry.mode & 0o7777)
+            os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
+        return str(path)

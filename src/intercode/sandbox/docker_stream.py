@@ -33,6 +33,14 @@ STDERR_KEEP = 1 << 16
 READ = 1 << 20
 
 
+def send_all(sock: socket.socket, data: bytes) -> None:
+    """``sock.sendall`` without SIGPIPE (the command line restores its default action, which
+    would end the process when the engine has closed the stream): EPIPE is an OSError."""
+    view = memoryview(data)
+    while view:
+        view = view[sock.send(view, socket.MSG_NOSIGNAL):]
+
+
 def _pipe() -> tuple[int, int]:
     r, w = os.pipe2(os.O_CLOEXEC)
     try:
@@ -73,8 +81,11 @@ class Stream:
         self._thread.start()
 
     def host_fds(self) -> list[int]:
-        """The descriptors the host closes when it is done."""
-        return [self.ctl_w, self.action_w, self.ctl_r, self.output_r, self.status_r]
+        """The descriptors the host closes when it is done (the read ends of the pipes
+        towards the container among them: they stay open after the stream ended, so that
+        a late write of the host finds room, not a SIGPIPE)."""
+        return [self.ctl_w, self.action_w, self.ctl_r, self.output_r, self.status_r,
+                *self._sources]
 
     def stop(self) -> None:
         """End the thread (the socket is closed by it) and wait for it."""
@@ -133,7 +144,7 @@ class Stream:
         except BlockingIOError:
             return
         if data:
-            self.sock.sendall(HEAD.pack(self._sources[fd], len(data)) + data)
+            send_all(self.sock, HEAD.pack(self._sources[fd], len(data)) + data)
 
     def _parse(self) -> None:
         buf = self._docker
@@ -190,7 +201,7 @@ class Stream:
             pass
         for ch in (FROM_OUTPUT, FROM_STATUS, FROM_CTL):
             self._write(ch)
-        for fd in [*self._sources, *self._sinks.values(), self._stop_r]:
+        for fd in [*self._sinks.values(), self._stop_r]:
             try:
                 os.close(fd)
             except OSError:
