@@ -95,10 +95,11 @@ class Stream:
             pass
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
-        try:
-            os.close(self._stop_w)
-        except OSError:
-            pass
+        for fd in (self._stop_w, self._stop_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     # -- the thread ----------------------------------------------------------------------
 
@@ -201,7 +202,7 @@ class Stream:
             pass
         for ch in (FROM_OUTPUT, FROM_STATUS, FROM_CTL):
             self._write(ch)
-        for fd in [*self._sinks.values(), self._stop_r]:
+        for fd in self._sinks.values():
             try:
                 os.close(fd)
             except OSError:
