@@ -87,7 +87,8 @@ class CtfEnv(IntercodeEnv):
         extra_env = base.extra_env
         if self.crypto_alias:
             extra_env += (("PYTHONPATH", f"/{ALIAS_DIR}"),)
-        self.layout = dataclasses.replace(base, network=network, extra_env=extra_env)
+        self.layout = dataclasses.replace(base, network=network, extra_env=extra_env,
+                                          image_profile="ctf")
         self.network = network
         self.network_mode = require_network(network)  # "none", "isolated" or "host"
         self.max_submissions = max_submissions

@@ -100,9 +100,11 @@ def sweep(engine: Engine) -> int:
 
 
 def default_image(profile: str = "base") -> str:
-    """The image to use when none is named: ``$INTERCODE_DOCKER_IMAGE``, else the one
-    ``intercode image build`` makes (built if missing)."""
-    named = os.environ.get("INTERCODE_DOCKER_IMAGE")
+    """The image to use when none is named: ``$INTERCODE_DOCKER_IMAGE_<PROFILE>`` (e.g.
+    ``_CTF``), else ``$INTERCODE_DOCKER_IMAGE``, else the one ``intercode image build``
+    makes (built if missing)."""
+    named = (os.environ.get(f"INTERCODE_DOCKER_IMAGE_{profile.upper()}")
+             or os.environ.get("INTERCODE_DOCKER_IMAGE"))
     if named:
         return named
     try:
@@ -136,7 +138,7 @@ class DockerSandbox(BwrapSandbox):
         if self.layout.network:
             raise ConfigError("the docker sandbox has no network mode yet (network=False only)")
         self.image = image or self.layout.image
-        self.profile = profile
+        self.profile = profile if profile != "base" else self.layout.image_profile
         try:
             self.cpus = float(cpus if cpus is not None
                               else os.environ.get("INTERCODE_DOCKER_CPUS") or 1.0)
