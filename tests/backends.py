@@ -9,7 +9,7 @@ the one ``intercode image build`` makes): without them its tests skip, except un
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -20,7 +20,7 @@ def backends() -> list[str]:
     return [n.strip() for n in names.split(",") if n.strip()]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _docker_problem() -> str | None:
     from intercode.errors import IntercodeError
     from intercode.sandbox.docker import DockerSandbox, default_image

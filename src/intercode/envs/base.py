@@ -81,7 +81,8 @@ class IntercodeEnv(gym.Env[str, str]):
         """An environment built from the command line's / runner's settings.
 
         The default passes ``limits``, ``upstream_quirks``, ``gold_cache`` and ``sandbox``
-        (as ``backend``) if the constructor takes them; environments with more settings override this.
+        (as ``backend``) if the constructor takes them; environments with more settings
+        override this.
         """
         accepted = inspect.signature(cls.__init__).parameters
         kwargs = {name: getattr(settings, name) for name in ("limits", "upstream_quirks",

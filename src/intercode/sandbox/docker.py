@@ -30,8 +30,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from intercode.fsutil import write_atomic
 from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError
+from intercode.fsutil import write_atomic
 from intercode.sandbox import seccomp
 from intercode.sandbox.bwrap import BOOT, BwrapSandbox
 from intercode.sandbox.channel import Channel
@@ -40,7 +40,7 @@ from intercode.sandbox.docker_stream import Stream, send_all
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.inbox import MODULES, proto
 from intercode.sandbox.layout import EPOCH_NS, SCRATCH_MOUNTS, SKELETON_DIRS, Layout
-from intercode.sandbox.limits import MiB, Limits
+from intercode.sandbox.limits import Limits, MiB
 from intercode.sandbox.shellio import ShellIO
 
 log = logging.getLogger(__name__)

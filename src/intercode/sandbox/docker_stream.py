@@ -22,8 +22,14 @@ import socket
 import struct
 import threading
 
-from intercode.sandbox.inbox.relay import (FROM_CTL, FROM_OUTPUT, FROM_STATUS, HEAD, TO_ACTION,
-                                           TO_CTL)
+from intercode.sandbox.inbox.relay import (
+    FROM_CTL,
+    FROM_OUTPUT,
+    FROM_STATUS,
+    HEAD,
+    TO_ACTION,
+    TO_CTL,
+)
 
 DOCKER_HEAD = struct.Struct(">BxxxI")  # the engine's stdout/stderr framing (no tty)
 STDOUT, STDERR = 1, 2
