@@ -344,6 +344,9 @@ def test_close_leaves_nothing_behind(backend):
     sb.load(TREE)
     sb.run(f"nohup setsid bash -c '{sleeper(marker)}' >/dev/null 2>&1 & disown; "
            f"echo x > /tmp/{marker}")
+    deadline = time.monotonic() + 10  # the background process may not have started yet
+    while not host_pids_with(marker, settle=0) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert host_pids_with(marker, settle=0)
     container = getattr(sb, "_container", None)
     sb.close()

@@ -34,14 +34,12 @@ from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError
 from intercode.fsutil import write_atomic
 from intercode.sandbox import seccomp
 from intercode.sandbox.bwrap import BOOT, BwrapSandbox
-from intercode.sandbox.channel import Channel
 from intercode.sandbox.docker_engine import Engine, message
-from intercode.sandbox.docker_stream import Stream, send_all
+from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.inbox import MODULES, proto
 from intercode.sandbox.layout import EPOCH_NS, SCRATCH_MOUNTS, SKELETON_DIRS, Layout
 from intercode.sandbox.limits import Limits, MiB
-from intercode.sandbox.shellio import ShellIO
 
 log = logging.getLogger(__name__)
 
@@ -192,18 +190,13 @@ class DockerSandbox(BwrapSandbox):
         sock, first = engine.attach(self._container)
         stream = self._stream = Stream(sock, first)
         engine.ok("POST", f"/containers/{self._container}/start")
-        try:  # the boot code reads the sources and the configuration straight from stdin
-            send_all(sock, proto.encode(_sources()) + proto.encode(self._config({}),
-                                                                    self.shell_data))
-        except OSError:
-            pass  # the container failed early; _await_ready reports why
-        stream.start()
-        self._channel = Channel(stream.ctl_w, stream.ctl_r)
-        os.set_blocking(stream.ctl_w, True)
-        self._io = ShellIO(stream.action_w, stream.output_r, stream.status_r,
-                           self._channel, self.limits, self._restart,
-                           interrupt_signal="SIGINT" if self.shell in ("python", "sqlite")
-                           else None, freeze=self.shell != "sqlite")
+        # the boot code reads the sources and the configuration straight from stdin
+        stream.send_raw(proto.encode(_sources()) + proto.encode(self._config({}),
+                                                                self.shell_data))
+        self._channel = StreamChannel(stream)
+        self._io = StreamShellIO(stream, self._channel, self.limits, self._restart,
+                                 interrupt_signal="SIGINT" if self.shell in ("python", "sqlite")
+                                 else None, freeze=self.shell != "sqlite")
 
     def _create_body(self, image: str) -> dict[str, Any]:
         lim, lay = self.limits, self.layout
@@ -279,12 +272,11 @@ class DockerSandbox(BwrapSandbox):
         assert self._channel is not None and self._stream is not None
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            readable, _, _ = select.select([self._channel.read_fd], [], [], 0.05)
-            if readable:
-                try:
-                    self._channel.pump()
-                except SandboxError:
-                    break
+            select.select([self._channel.read_fd], [], [], 0.05)
+            try:
+                self._channel.pump()
+            except SandboxError:
+                break
             ready = self._channel.take_events("ready")
             if ready:
                 if not ready[0].get("ok"):
@@ -303,6 +295,7 @@ class DockerSandbox(BwrapSandbox):
         """Remove the container and close the stream (idempotent)."""
         stream, self._stream = self._stream, None
         container, self._container = self._container, None
+        io = self._io
         if stream is not None:
             try:
                 stream.sock.shutdown(socket.SHUT_WR)  # stdin closes: the supervisor exits
@@ -317,8 +310,10 @@ class DockerSandbox(BwrapSandbox):
                               message(reply))
             except SandboxError as exc:
                 log.error("cannot remove the sandbox container %s: %s", container, exc)
+        if isinstance(io, StreamShellIO):
+            io.close()
         if stream is not None:
-            stream.stop()
+            stream.sock.close()
             for fd in stream.host_fds():
                 try:
                     os.close(fd)

@@ -1,16 +1,18 @@
 """Host side of a Docker sandbox's stream: the supervisor's pipes, demultiplexed.
 
 The container's attached stream carries the supervisor's control channel and the
-shell's action, output and status pipes as frames (see ``inbox/relay.py``). A thread
-turns it back into local pipes, so that :class:`~intercode.sandbox.channel.Channel`
-and :class:`~intercode.sandbox.shellio.ShellIO` work on Docker as on bubblewrap.
+shell's action, output and status pipes as frames (see ``inbox/relay.py``). The
+caller's own thread demultiplexes it whenever it waits (no thread of ours: a hand-off
+between threads cost more than the whole round trip to the container): control frames
+go to :class:`StreamChannel`, the shell's output and status into local pipes that
+:class:`StreamShellIO` reads as :class:`~intercode.sandbox.shellio.ShellIO` reads
+bubblewrap's.
 
-It never blocks on one local pipe: bytes the host has not read yet wait in memory,
-with bounds (output the host does not read is dropped past :data:`BACKLOG` bytes:
-it comes from processes of the agent's, like output bubblewrap's pipes would block).
-A status record is passed on only after the output before it (the host reads the
-output once it has the status); control frames are never held up (during a reset
-the host reads no output, and a background process may be flooding it).
+Bytes the host has not read yet wait in memory, with a bound for the output (past
+:data:`BACKLOG` bytes it is dropped: it comes from the agent's processes, as on
+bubblewrap a full pipe would stop them). A status record reaches its pipe only after the
+output before it. While it sends, the host goes on reading, so a container that is
+writing cannot stall a large request.
 """
 
 from __future__ import annotations
@@ -20,35 +22,26 @@ import os
 import select
 import socket
 import struct
-import threading
+import time
+from typing import Any
 
-from intercode.sandbox.inbox.relay import (
-    FROM_CTL,
-    FROM_OUTPUT,
-    FROM_STATUS,
-    HEAD,
-    TO_ACTION,
-    TO_CTL,
-)
+from intercode.errors import SandboxError
+from intercode.sandbox.channel import Channel
+from intercode.sandbox.inbox import proto
+from intercode.sandbox.inbox.relay import FROM_CTL, FROM_OUTPUT, FROM_STATUS, HEAD, TO_ACTION
+from intercode.sandbox.inbox.relay import TO_CTL as TO_CTL
+from intercode.sandbox.shellio import ShellIO
 
 DOCKER_HEAD = struct.Struct(">BxxxI")  # the engine's stdout/stderr framing (no tty)
 STDOUT, STDERR = 1, 2
 PIPE_SIZE = 1 << 20
-BACKLOG = {FROM_OUTPUT: 8 << 20, FROM_STATUS: 64 << 20, FROM_CTL: 1 << 40}
+BACKLOG = {FROM_OUTPUT: 8 << 20, FROM_STATUS: 64 << 20}
 STDERR_KEEP = 1 << 16
 READ = 1 << 20
 
 
-def send_all(sock: socket.socket, data: bytes) -> None:
-    """``sock.sendall`` without SIGPIPE (the command line restores its default action, which
-    would end the process when the engine has closed the stream): EPIPE is an OSError."""
-    view = memoryview(data)
-    while view:
-        view = view[sock.send(view, socket.MSG_NOSIGNAL):]
-
-
 def _pipe() -> tuple[int, int]:
-    r, w = os.pipe2(os.O_CLOEXEC)
+    r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         fcntl.fcntl(w, 1031, PIPE_SIZE)  # F_SETPIPE_SZ
     except OSError:
@@ -57,101 +50,87 @@ def _pipe() -> tuple[int, int]:
 
 
 class Stream:
-    """The local pipes of one attached container, and the thread that feeds them.
-
-    The host uses :attr:`ctl_w` / :attr:`ctl_r` (the control channel) and
-    :attr:`action_w`, :attr:`output_r`, :attr:`status_r` (the shell).
-    """
+    """One attached container's stream, demultiplexed on demand."""
 
     def __init__(self, sock: socket.socket, first: bytes = b"") -> None:
         self.sock = sock
+        sock.setblocking(False)
+        self.fd = sock.fileno()
         self.stderr = bytearray()  # the end of the container's stderr, for error messages
-        ctl_in, action, ctl_out, output, status = (_pipe() for _ in range(5))
-        self.ctl_w, self.action_w = ctl_in[1], action[1]
-        self.ctl_r, self.output_r, self.status_r = ctl_out[0], output[0], status[0]
-        self._sources = {ctl_in[0]: TO_CTL, action[0]: TO_ACTION}
-        self._sinks = {FROM_CTL: ctl_out[1], FROM_OUTPUT: output[1], FROM_STATUS: status[1]}
+        self.ctl = proto.FrameBuffer()
+        self.ctl_frames: list[tuple[dict[str, Any], bytes]] = []
+        output, status = _pipe(), _pipe()
+        self.output_r, self.status_r = output[0], status[0]
+        self._sinks = {FROM_OUTPUT: output[1], FROM_STATUS: status[1]}
         self._pending = {ch: bytearray() for ch in self._sinks}
         self._docker = bytearray(first)
         self._mux = bytearray()
         self.dropped = 0
-        self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        for fd in [*self._sources, *self._sinks.values()]:
-            os.set_blocking(fd, False)
-        self._thread = threading.Thread(target=self._run, name="intercode-docker-stream",
-                                        daemon=True)
         self.ended = False
-
-    def start(self) -> None:
-        """Start the thread (the bytes already read are handled first)."""
-        self._thread.start()
+        self._parse()
 
     def host_fds(self) -> list[int]:
-        """The descriptors the host closes when it is done (the read ends of the pipes
-        towards the container among them: they stay open after the stream ended, so that
-        a late write of the host finds room, not a SIGPIPE)."""
-        return [self.ctl_w, self.action_w, self.ctl_r, self.output_r, self.status_r,
-                *self._sources]
+        """The descriptors closed with the sandbox."""
+        return [self.output_r, self.status_r, *self._sinks.values()]
 
-    def stop(self) -> None:
-        """End the thread (the socket is closed by it) and wait for it."""
-        try:
-            os.write(self._stop_w, b"x")
-        except OSError:
-            pass
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
-        for fd in (self._stop_w, self._stop_r):
+    def send(self, channel: int, data: bytes | memoryview) -> None:
+        """Send a frame; read what arrives meanwhile (the container may be writing too)."""
+        self.send_raw(HEAD.pack(channel, len(data)) + bytes(data))
+
+    def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are (the boot code's, before the relay runs)."""
+        view = memoryview(data)
+        while view:
+            if self.ended:
+                raise SandboxError("the sandbox's stream is closed")
             try:
-                os.close(fd)
-            except OSError:
+                view = view[self.sock.send(view, socket.MSG_NOSIGNAL):]
+                continue
+            except BlockingIOError:
                 pass
+            except OSError as exc:
+                self._end()
+                raise SandboxError(f"the sandbox's stream failed ({exc})") from exc
+            ready = select.poll()
+            ready.register(self.fd, select.POLLIN | select.POLLOUT)
+            if any(ev & select.POLLIN for _fd, ev in ready.poll()):
+                self.receive()
 
-    # -- the thread ----------------------------------------------------------------------
+    def receive(self) -> None:
+        """Take what the stream has now; pass output and status on to their pipes."""
+        while not self.ended:
+            try:
+                data = self.sock.recv(READ)
+            except BlockingIOError:
+                break
+            except OSError:
+                self._end()
+                break
+            if not data:
+                self._end()
+                break
+            self._docker += data
+            self._parse()
+        self.flush()
 
-    def _run(self) -> None:
-        poller = select.poll()
-        sock_fd = self.sock.fileno()
-        poller.register(sock_fd, select.POLLIN)
-        poller.register(self._stop_r, select.POLLIN)
-        for fd in self._sources:
-            poller.register(fd, select.POLLIN)
-        watching: set[int] = set()
-        try:
-            if self._docker:
-                self._parse()
-            while True:
-                self._deliver()
-                want = {fd for ch, fd in self._sinks.items() if self._pending[ch]
-                        and (ch != FROM_STATUS or not self._pending[FROM_OUTPUT])}
-                for fd in want - watching:
-                    poller.register(fd, select.POLLOUT)
-                for fd in watching - want:
-                    poller.unregister(fd)
-                watching = want
-                for fd, _ev in poller.poll():
-                    if fd == self._stop_r:
-                        return
-                    if fd == sock_fd:
-                        data = self.sock.recv(READ)
-                        if not data:
-                            return
-                        self._docker += data
-                        self._parse()
-                    elif fd in self._sources:
-                        self._send(fd)
-        except OSError:
-            return
-        finally:
-            self._end()
+    def flush(self) -> bool:
+        """Write waiting output (then status) into the pipes; whether any was written."""
+        wrote = self._write(FROM_OUTPUT)
+        if not self._pending[FROM_OUTPUT]:
+            wrote = self._write(FROM_STATUS) or wrote
+        return wrote
 
-    def _send(self, fd: int) -> None:
-        try:
-            data = os.read(fd, READ)
-        except BlockingIOError:
-            return
-        if data:
-            send_all(self.sock, HEAD.pack(self._sources[fd], len(data)) + data)
+    def _write(self, channel: int) -> bool:
+        pending = self._pending[channel]
+        wrote = False
+        while pending:
+            try:
+                n = os.write(self._sinks[channel], pending)
+            except BlockingIOError:
+                break
+            del pending[:n]
+            wrote = True
+        return wrote
 
     def _parse(self) -> None:
         buf = self._docker
@@ -159,7 +138,7 @@ class Stream:
             kind, size = DOCKER_HEAD.unpack_from(buf)
             if len(buf) < DOCKER_HEAD.size + size:
                 break
-            payload = buf[DOCKER_HEAD.size:DOCKER_HEAD.size + size]
+            payload = bytes(buf[DOCKER_HEAD.size:DOCKER_HEAD.size + size])
             del buf[:DOCKER_HEAD.size + size]
             if kind == STDOUT:
                 self._mux += payload
@@ -171,45 +150,130 @@ class Stream:
             channel, size = HEAD.unpack_from(mux)
             if len(mux) < HEAD.size + size:
                 break
+            chunk = bytes(mux[HEAD.size:HEAD.size + size])
+            del mux[:HEAD.size + size]
+            if channel == FROM_CTL:
+                self.ctl_frames.extend(self.ctl.feed(chunk))
+                continue
             pending = self._pending.get(channel)
             if pending is not None:
-                room = BACKLOG[channel] - len(pending)
-                chunk = mux[HEAD.size:HEAD.size + size]
+                room = max(BACKLOG[channel] - len(pending), 0)
                 if room < len(chunk):
-                    self.dropped += len(chunk) - max(room, 0)
-                    chunk = chunk[:max(room, 0)]
+                    self.dropped += len(chunk) - room
+                    chunk = chunk[:room]
                 pending += chunk
-            del mux[:HEAD.size + size]
-
-    def _deliver(self) -> None:
-        if self._write(FROM_OUTPUT):
-            self._write(FROM_STATUS)
-        self._write(FROM_CTL)
-
-    def _write(self, channel: int) -> bool:
-        """Write what waits for ``channel``; whether its pipe took all of it."""
-        pending = self._pending[channel]
-        while pending:
-            try:
-                n = os.write(self._sinks[channel], pending)
-            except BlockingIOError:
-                return False
-            except BrokenPipeError:  # the host closed its end: nobody reads it any more
-                pending.clear()
-                return True
-            del pending[:n]
-        return True
 
     def _end(self) -> None:
         self.ended = True
+
+
+class StreamChannel(Channel):
+    """The control channel over a :class:`Stream` (its ``read_fd`` is the socket)."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.write_fd = -1
+        self.read_fd = stream.fd
+        self._frames = proto.FrameBuffer()
+        self._pending: list[tuple[dict[str, Any], bytes]] = []
+        self.events: list[dict[str, Any]] = []
+        self.closed = False
+
+    def request(self, msg: dict[str, Any], blob: bytes = b"",
+                timeout: float = 60.0) -> tuple[dict[str, Any], bytes]:
+        self.send_frame(proto.encode(msg, blob))
+        reply, data = self.wait_reply(timeout, what=str(msg.get("op")))
+        if not reply.get("ok"):
+            raise SandboxError(f"sandbox request {msg.get('op')!r} failed: {reply.get('error')}")
+        return reply, data
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.send_frame(proto.encode(msg))
+
+    def send_frame(self, frame: bytes) -> None:
+        """Send one encoded request."""
         try:
-            self.sock.close()
-        except OSError:
-            pass
-        for ch in (FROM_OUTPUT, FROM_STATUS, FROM_CTL):
-            self._write(ch)
-        for fd in self._sinks.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+            self.stream.send(TO_CTL, frame)
+        except SandboxError:
+            self.closed = True
+            raise
+
+    def wait_reply(self, timeout: float, what: str) -> tuple[dict[str, Any], bytes]:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.pump()
+            if self._pending:
+                return self._pending.pop(0)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxError(f"sandbox did not answer {what!r} within {timeout:.0f} s")
+            select.select([self.read_fd], [], [], remaining)
+
+    def pump(self) -> None:
+        self.stream.receive()
+        frames, self.stream.ctl_frames = self.stream.ctl_frames, []
+        for msg, blob in frames:
+            if "ev" in msg:
+                self.events.append(msg)
+            else:
+                self._pending.append((msg, blob))
+        if self.stream.ended and not frames:
+            self.closed = True
+            raise SandboxError("sandbox supervisor exited")
+
+
+class _Poller:
+    """A poll object that also reports the socket while control frames wait in memory
+    (read from the socket while sending: the socket itself may have nothing more)."""
+
+    def __init__(self, stream: Stream, inner: select.poll) -> None:
+        self.stream = stream
+        self.inner = inner
+
+    def register(self, fd: int, events: int = select.POLLIN) -> None:
+        self.inner.register(fd, events)
+
+    def unregister(self, fd: int) -> None:
+        self.inner.unregister(fd)
+
+    def poll(self, timeout_ms: float | None = None) -> list[tuple[int, int]]:
+        if self.stream.ctl_frames or self.stream.ended:
+            return [(self.stream.fd, select.POLLIN)]
+        return self.inner.poll(timeout_ms)
+
+
+class StreamShellIO(ShellIO):
+    """:class:`ShellIO` whose actions go over the stream, and whose output and status
+    pipes are refilled from it as they are read."""
+
+    def __init__(self, stream: Stream, channel: StreamChannel, *args: Any,
+                 **kwargs: Any) -> None:
+        self.stream = stream
+        self._wrapped: _Poller | None = None
+        self._null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)  # no action pipe
+        super().__init__(self._null, stream.output_r, stream.status_r, channel, *args,
+                         **kwargs)
+
+    def poller(self) -> Any:
+        if self._wrapped is None:
+            self._wrapped = _Poller(self.stream, super().poller())
+        return self._wrapped
+
+    def write_action(self, data: memoryview) -> int:
+        self.stream.send(TO_ACTION, data)
+        return len(data)
+
+    def _read_all(self, fd: int, out: Any, limit: int | None = None) -> int:
+        count = 0
+        while True:
+            count += super()._read_all(fd, out, None if limit is None else limit - count)
+            if (limit is not None and count > limit) or not self.stream.flush():
+                return count
+
+    def _take_status(self) -> tuple[str, int, str] | None:
+        self.stream.flush()
+        return super()._take_status()
+
+    def close(self) -> None:
+        """Close the placeholder descriptor."""
+        os.close(self._null)
