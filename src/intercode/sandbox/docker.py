@@ -38,7 +38,14 @@ from intercode.sandbox.docker_engine import Engine, message
 from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.inbox import MODULES, proto
-from intercode.sandbox.layout import EPOCH_NS, SCRATCH_MOUNTS, SKELETON_DIRS, Layout
+from intercode.sandbox.layout import (
+    EPOCH_NS,
+    MASKED_PROC_DIRS,
+    MASKED_PROC_FILES,
+    SCRATCH_MOUNTS,
+    SKELETON_DIRS,
+    Layout,
+)
 from intercode.sandbox.limits import Limits, MiB
 
 log = logging.getLogger(__name__)
@@ -50,6 +57,11 @@ DOCKER_BOOT = BOOT.replace("sys.modules['icbox.main'].main(sys.argv[1:])",
 PYTHON = "/usr/bin/python3"
 # top-level directories every sandbox has writable (the skeleton's)
 SKELETON_TOP = tuple(sorted({d.split("/")[0] for d, _ in SKELETON_DIRS}))
+MASKED_PATHS = sorted({
+    "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+    "/sys/firmware", "/sys/devices/virtual/powercap",
+    *(f"/proc/{n}" for n in (*MASKED_PROC_FILES, *MASKED_PROC_DIRS))})
 SUPERVISOR_MEMORY = 256 * MiB  # the cgroup's room beyond the agent's limit and the tmpfs
 START_TIMEOUT = 60.0
 _swept = False
@@ -202,6 +214,7 @@ class DockerSandbox(BwrapSandbox):
         lim, lay = self.limits, self.layout
         tmpfs_opts = f"rw,exec,nosuid,nodev,size={lim.storage},uid={lay.uid},gid={lay.gid}"
         tmpfs = {f"/{m}": f"{tmpfs_opts},mode=755" for m in self.mounts}
+        tmpfs["/sys"] = "ro,nosuid,nodev,noexec,size=4k"  # no /sys, as on bubblewrap
         env = [f"{k}={v}" for k, v in lay.shell_env().items()]
         return {
             "Image": image,
@@ -232,6 +245,9 @@ class DockerSandbox(BwrapSandbox):
                 "Init": False,
                 "IpcMode": "private",
                 "Privileged": False,
+                # Docker's default list (an older engine's misses /proc/interrupts), and
+                # bubblewrap's (layout.MASKED_PROC_*)
+                "MaskedPaths": MASKED_PATHS,
                 "Mounts": [{"Type": "bind", "Source": str(path), "Target": target,
                             "ReadOnly": True} for target, path in [
                     *((f"/etc/{name}", path) for name, path in self._etc_files()),
