@@ -30,9 +30,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError
+from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError, SnapshotError
 from intercode.fsutil import write_atomic
-from intercode.sandbox import seccomp
+from intercode.sandbox import base, seccomp
 from intercode.sandbox.bwrap import BOOT, BwrapSandbox
 from intercode.sandbox.docker_engine import Engine, message
 from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
@@ -344,6 +344,14 @@ class DockerSandbox(BwrapSandbox):
             self.close()
 
     # -- trees ---------------------------------------------------------------------------
+
+    def tree_copy(self, ident: int, other: base.Sandbox, other_ident: int) -> None:
+        """Copy tree snapshot ``ident`` into ``other`` (a docker sandbox: the trees of the
+        two backends are laid out differently)."""
+        if not isinstance(other, DockerSandbox):
+            raise SnapshotError("a docker sandbox's snapshot is copied only to another "
+                                "docker sandbox")
+        super().tree_copy(ident, other, other_ident)
 
     def load(self, tree: FileTree) -> None:
         """As on bubblewrap, with the read-only root's limits: each top-level directory of
