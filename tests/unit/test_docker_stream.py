@@ -90,7 +90,7 @@ def test_relay_forwards_both_ways_and_ends_the_channel_at_eof():
     act_r, act_w = os.pipe()
     out_r, out_w = os.pipe()
     st_r, st_w = os.pipe()
-    cout_r, cout_w = os.pipe()
+    cout_r, _cout_w = os.pipe()
     relay = Relay(box_in_r, box_out_w, {TO_CTL: ctl_w, TO_ACTION: act_w},
                   {cout_r: FROM_CTL, out_r: FROM_OUTPUT, st_r: FROM_STATUS})
     thread = threading.Thread(target=relay.run, daemon=True)
