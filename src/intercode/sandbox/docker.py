@@ -133,8 +133,15 @@ class DockerSandbox(BwrapSandbox):
 
     @classmethod
     def preflight(cls) -> None:
-        """An engine must answer on its socket."""
-        Engine().ping()
+        """An engine must answer on its socket, and a named image (``$INTERCODE_DOCKER_IMAGE``)
+        must exist (a built one is made when the first sandbox needs it)."""
+        engine = Engine()
+        engine.ping()
+        named = os.environ.get("INTERCODE_DOCKER_IMAGE")
+        if named and engine.call("GET", f"/images/{named}/json")[0] == 404:
+            raise SandboxUnavailableError(
+                f"the Docker image {named!r} (INTERCODE_DOCKER_IMAGE / --image) does not exist "
+                "here: build it (`intercode image build`) or name another (see docs/docker.md)")
 
     def __init__(self, limits: Limits | None = None, layout: Layout | None = None,
                  python: str = PYTHON, shell: str | Sequence[str] = "bash",
