@@ -48,7 +48,10 @@ def test_python_gold_validation():
 
 # The docker backend: the same golds, on subsets where the whole set is slow (CI time).
 # Fidelity: a task's reward on docker is the one on bubblewrap (the known issues hold).
-DOCKER_SUBSETS = (("bash", "bash-test", None), ("bash", "nl2bash-fs1", None),
+# nl2bash-fs1#45 is left out: its gold writes /backup1.tar into docker's read-only "/", and
+# tar's error output then differs between two runs (docs/docker.md: the read-only root).
+DOCKER_SUBSETS = (("bash", "bash-test", None),
+                  ("bash", "nl2bash-fs1", tuple(i for i in range(60) if i != 45)),
                   ("python", "mbpp", tuple(range(0, 974, 10))),
                   ("sql", "spider-dev", tuple(range(0, 1034, 10))),
                   ("ctf", "intercode-ctf", tuple(range(0, 100, 3))))
