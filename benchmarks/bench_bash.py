@@ -1,6 +1,7 @@
 """Latency and throughput of the Bash environment, with the raw floor measured alongside.
 
 Run by hand (not a test):  python benchmarks/bench_bash.py [--runs N] [--json out.json]
+                           [--sandbox bwrap|docker]
 
 Measures, as medians over many runs:
   floor      `echo hi` on a bare persistent bash over pipes (no sandbox), same machine
@@ -13,7 +14,15 @@ Measures, as medians over many runs:
              process: reset (agent sandbox loads the task), the action, the gold's load and
              run in the second sandbox, the diffs, the hashes, and the rest (host side:
              reward, info, Gymnasium wrappers); tasks over 0.5 s (the walkers) apart
+  start      create, start, load an empty tree and close a sandbox (the whole life)
+  upstream   (--sandbox docker) upstream InterCode's design in the same container image: a
+             `docker exec` per action, through the engine API (as docker-py's exec_run) and
+             through the docker CLI, and a `docker run --rm` per start
+  stream     (--sandbox docker) one round trip of a line through `cat` in a container, over
+             the engine API's attach socket (what the backend uses) and over the pipes of a
+             `docker run -i` CLI process (one hop more)
 Targets (issue 2): step < 0.2 ms, reset < 3 ms, reward < 5 ms, >= 100 episodes/s.
+Targets (issue 16, docker): step <= 0.5 ms, reset <= 10 ms, start <= 1.5 s.
 """
 
 from __future__ import annotations
@@ -42,10 +51,109 @@ def bare_bash_floor(runs: int) -> dict[str, float]:
     return {"median_ms": median, "runs": runs}
 
 
+SANDBOX = "bwrap"
+
+
+def start_cost(runs: int) -> dict[str, float]:
+    """A sandbox's whole life: create, start, load an empty tree, one action, close."""
+    from intercode.sandbox import create_sandbox
+    from intercode.sandbox.filetree import FileTree
+
+    def life() -> None:
+        box = create_sandbox(SANDBOX)
+        box.start()
+        box.load(FileTree.of([]))
+        box.run("true")
+        box.close()
+
+    return timed(life, runs, warmup=2)
+
+
+def docker_upstream(runs: int) -> dict[str, dict[str, float]]:
+    """Upstream's design on the same engine and image: an exec per action, a run per start."""
+    import subprocess
+
+    from intercode.sandbox.docker import default_image
+    from intercode.sandbox.docker_engine import Engine
+
+    engine, image = Engine(), default_image()
+    made = engine.ok("POST", "/containers/create", {
+        "Image": image, "Cmd": ["sleep", "infinity"], "User": "1000:1000",
+        "HostConfig": {"NetworkMode": "none", "AutoRemove": True}})
+    cid = made["Id"]
+    engine.ok("POST", f"/containers/{cid}/start")
+    try:
+        def api_exec() -> None:
+            ex = engine.ok("POST", f"/containers/{cid}/exec", {
+                "Cmd": ["bash", "-c", "echo hi"], "AttachStdout": True, "AttachStderr": True})
+            engine.call("POST", f"/exec/{ex['Id']}/start", {"Detach": False, "Tty": False})
+            engine.ok("GET", f"/exec/{ex['Id']}/json")  # its exit code, as exec_run reads it
+
+        def cli_exec() -> None:
+            subprocess.run(["docker", "exec", cid, "bash", "-c", "echo hi"], check=True,
+                           capture_output=True)
+
+        def cli_run() -> None:
+            subprocess.run(["docker", "run", "--rm", "--network", "none", image, "true"],
+                           check=True, capture_output=True)
+
+        return {"step_exec_api": timed(api_exec, max(20, runs // 20), warmup=3),
+                "step_exec_cli": timed(cli_exec, max(20, runs // 40), warmup=3),
+                "start_run_cli": timed(cli_run, 10, warmup=1)}
+    finally:
+        engine.call("DELETE", f"/containers/{cid}", query={"force": "1"})
+
+
+def docker_stream(runs: int) -> dict[str, dict[str, float]]:
+    """One line's round trip through `cat` in a container: API attach vs CLI pipes."""
+    import os
+    import subprocess
+
+    from intercode.sandbox.docker import default_image
+    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker_stream import DOCKER_HEAD
+
+    engine, image = Engine(), default_image()
+    made = engine.ok("POST", "/containers/create", {
+        "Image": image, "Cmd": ["cat"], "OpenStdin": True, "StdinOnce": True,
+        "AttachStdin": True, "AttachStdout": True, "HostConfig": {"NetworkMode": "none",
+                                                                 "AutoRemove": True}})
+    cid = made["Id"]
+    sock, first = engine.attach(cid)
+    engine.ok("POST", f"/containers/{cid}/start")
+    buf = bytearray(first)
+
+    def api_round() -> None:
+        sock.sendall(b"hi\n")
+        while len(buf) < DOCKER_HEAD.size + 3:
+            buf.extend(sock.recv(65536))
+        del buf[:DOCKER_HEAD.size + 3]
+
+    proc = subprocess.Popen(["docker", "run", "-i", "--rm", "--network", "none", image, "cat"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    out_fd, in_fd = proc.stdout.fileno(), proc.stdin.fileno()
+
+    def cli_round() -> None:
+        os.write(in_fd, b"hi\n")
+        got = b""
+        while len(got) < 3:
+            got += os.read(out_fd, 65536)
+
+    try:
+        return {"round_trip_api_attach": timed(api_round, runs),
+                "round_trip_cli_pipes": timed(cli_round, runs)}
+    finally:
+        sock.close()
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        engine.call("DELETE", f"/containers/{cid}", query={"force": "1"})
+
+
 def sandbox_and_env(runs: int) -> dict[str, dict[str, float]]:
     from intercode.envs.bash import BashEnv
 
-    env = BashEnv("nl2bash-fs1")
+    env = BashEnv("nl2bash-fs1", backend=SANDBOX)
     try:
         env.reset(options={"task": 0})
         box = env._sandbox("agent")
@@ -89,7 +197,7 @@ def episode_phases() -> dict[str, object]:
     wrapping the two sandboxes' methods; the rest of the episode is host-side work."""
     from intercode.envs.bash import BashEnv
 
-    env = BashEnv("nl2bash")
+    env = BashEnv("nl2bash", backend=SANDBOX)
     env.warm_up()
     spent: dict[str, float] = {}
 
@@ -139,7 +247,7 @@ def episode_phases() -> dict[str, object]:
 
 def gold_replay(workers: int) -> dict[str, float]:
     summary, wall, recs = timed_run(env="bash", dataset="nl2bash", agent="gold",
-                                    workers=workers)
+                                    workers=workers, sandbox=SANDBOX)
     slow = [r for r in recs if r["duration_s"] > 0.5]
     fast_time = sum(r["duration_s"] for r in recs if r["duration_s"] <= 0.5)
     return {"episodes": len(recs), "wall_s": wall, "episodes_per_s": len(recs) / wall,
@@ -157,7 +265,10 @@ def main() -> int:
     parser.add_argument("--phases", action="store_true",
                         help="only the per-phase profile of gold episodes")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--sandbox", choices=["bwrap", "docker"], default="bwrap")
     args = parser.parse_args()
+    global SANDBOX
+    SANDBOX = args.sandbox
     if args.phases:
         phases = episode_phases()
         for name, value in phases.items():
@@ -167,6 +278,10 @@ def main() -> int:
         return 0
     results: dict[str, object] = {"floor_bare_bash": bare_bash_floor(args.runs)}
     results.update(sandbox_and_env(args.runs))
+    results["start"] = start_cost(10)
+    if SANDBOX == "docker":
+        results.update(docker_stream(args.runs))
+        results.update(docker_upstream(args.runs))
     if not args.skip_replay:
         results["gold_replay_nl2bash"] = gold_replay(args.workers)
     for name, value in results.items():

@@ -13,9 +13,18 @@ DEFAULT_MIRROR = ROOT.parent / "shared" / "datasets" / "intercode"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Use the shared data mirror unless the environment names another one."""
+    """Use the shared data mirror unless the environment names another one.
+
+    ``INTERCODE_TEST_SANDBOX=docker`` runs every sandbox the tests make on the docker
+    backend instead of bubblewrap (CI runs the adversarial suite a second time so)."""
     if "INTERCODE_DATA_MIRROR" not in os.environ and DEFAULT_MIRROR.is_dir():
         os.environ["INTERCODE_DATA_MIRROR"] = str(DEFAULT_MIRROR)
+    if os.environ.get("INTERCODE_TEST_SANDBOX", "bwrap") != "bwrap":
+        import intercode.sandbox as sandboxes
+
+        chosen = os.environ["INTERCODE_TEST_SANDBOX"]
+        real = sandboxes._backend_class
+        sandboxes._backend_class = lambda name: real(chosen if name == "bwrap" else name)
 
 
 @pytest.fixture(scope="session")

@@ -45,13 +45,18 @@ def _dataset(args: argparse.Namespace) -> str:
 def _settings(args: argparse.Namespace) -> EnvSettings:
     from intercode.envs.settings import EnvSettings
 
+    if args.image is not None:
+        if args.sandbox != "docker":
+            raise ConfigError("--image needs --sandbox docker")
+        os.environ["INTERCODE_DOCKER_IMAGE"] = args.image  # the workers inherit it
+
     return EnvSettings(limits=_limits(args),
                        upstream_quirks=getattr(args, "upstream_quirks", False),
                        sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network,
                        sql_max_rows=args.sql_max_rows,
                        sql_max_result_rows=args.sql_max_result_rows,
                        sql_metric=args.sql_metric, test_timeout=args.test_timeout,
-                       gold_cache=not args.no_gold_cache)
+                       gold_cache=not args.no_gold_cache, sandbox=args.sandbox)
 
 
 class _EnvNames(Sequence[str]):
@@ -101,6 +106,12 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
     p.add_argument("--no-gold-cache", action="store_true",
                    help="bash: run the gold every episode instead of reusing its result "
                         "stored by an earlier run (see README: the gold cache)")
+    p.add_argument("--sandbox", default="bwrap", choices=["bwrap", "docker"],
+                   help="sandbox backend: bwrap (bubblewrap, default) or docker (a Docker "
+                        "engine; see docs/docker.md)")
+    p.add_argument("--image", default=None, metavar="NAME",
+                   help="docker: the image the sandboxes run (default: $INTERCODE_DOCKER_IMAGE, "
+                        "else the one `intercode image build` makes)")
     p.add_argument("--host-network", action="store_true",
                    help="ctf: share the host's network instead (host loopback services, e.g. "
                         "a local MariaDB, become reachable)")

@@ -205,19 +205,55 @@ def check_data() -> list[Check]:
     return [Check("data", True, f"downloaded on first use into {cache_dir()}")]
 
 
+def check_docker() -> tuple[list[Check], bool]:
+    """Whether the docker backend works here: an engine, an image, a sandbox that starts.
+
+    Never a failure (bubblewrap is the default): a warning says what is missing."""
+    from intercode.sandbox import create_sandbox
+    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.filetree import FileTree
+
+    try:
+        version = Engine().ping()
+    except IntercodeError as exc:
+        return [Check("docker sandbox", True, f"not usable: {exc}", warning=True)], False
+    try:
+        with create_sandbox("docker") as box:
+            box.load(FileTree.of([]))
+            who = box.run("id -un").output.strip()
+            image = getattr(box, "image", "?")
+    except IntercodeError as exc:
+        return [Check("docker sandbox", True, f"engine API {version}, but: {exc}",
+                      warning=True)], False
+    return [Check("docker sandbox", True, f"starts (engine API {version}, image {image}); "
+                  f"runs as {who or '?'}")], True
+
+
 def run_doctor() -> int:
-    """Print the report; 0 if everything needed is there."""
+    """Print the report; 0 if everything needed is there (for one sandbox backend at
+    least: bubblewrap, or else Docker)."""
     checks = check_host() + check_rootfs()
     missing: list[str] = []
     ctf_missing: list[str] = []
-    if all(c.ok for c in checks):
+    bwrap_ok = all(c.ok for c in checks)
+    if bwrap_ok:
         sandbox_checks, missing, ctf_missing = check_sandbox()
         checks += sandbox_checks
+        bwrap_ok = all(c.ok for c in sandbox_checks)
         checks += check_network()
+    docker_checks, docker_ok = check_docker()
+    base_ok = all(c.ok for c in checks[:2])  # python, platform
+    if not bwrap_ok and docker_ok and base_ok:  # bubblewrap's failures do not stop a run
+        checks = [c if c.ok else Check(c.name, True, c.detail + " (docker works)", True)
+                  for c in checks]
+    checks += docker_checks
     checks += check_data()
     for c in checks:
         mark = "NO " if not c.ok else "-- " if c.warning else "ok "
         print(f"{mark} {c.name:34s} {c.detail}")
+    works = [name for name, ok in (("bwrap", bwrap_ok), ("docker", docker_ok)) if ok]
+    print(f"\nsandbox backends that work here: {', '.join(works) or 'none'}"
+          + (" (--sandbox docker)" if works == ["docker"] else ""))
     host = os.environ.get("INTERCODE_ROOTFS", "").strip() in ("host", "/")
     if (missing or ctf_missing) and not host:
         print("\nthe root file system lacks tools: rebuild it (intercode image build "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
+from backends import backends, need
 
 import intercode
 from intercode import testing
@@ -19,10 +20,22 @@ ENVIRONMENTS = [b.name for b in benchmarks()]
 SMALL = {name: testing.small_dataset(name) for name in ENVIRONMENTS}
 ECHO = {name: testing.echo(name, "rendered") for name in ENVIRONMENTS}
 
+# the keyword naming the sandbox backend, per environment (SQL's ``backend`` is its engine)
+SANDBOX_BACKEND = {"bash": "backend", "python": "backend", "ctf": "backend",
+                   "sql": "sandbox_backend"}
+# every environment on the default backend; the built-ins on docker too
+ENV_BACKENDS = [(name, "bwrap") for name in sorted(ENVIRONMENTS)] + [
+    (name, "docker") for name in sorted(SANDBOX_BACKEND) if "docker" in backends()]
 
-@pytest.fixture(params=sorted(ENVIRONMENTS), scope="module")
+
+@pytest.fixture(params=ENV_BACKENDS, scope="module", ids=lambda p: f"{p[0]}-{p[1]}")
 def env(request):
-    e = gym.make(env_id(request.param), dataset=SMALL[request.param])
+    name, backend = request.param
+    kwargs = {}
+    if backend != "bwrap":
+        need(backend)
+        kwargs[SANDBOX_BACKEND[name]] = backend
+    e = gym.make(env_id(name), dataset=SMALL[name], **kwargs)
     yield e
     e.close()
 
@@ -39,10 +52,6 @@ def test_spec_is_sane(name):
 def test_check_env_passes(env):
     testing.check_gymnasium(env)
 
-
-# the keyword naming the sandbox backend, per environment (SQL's ``backend`` is its engine)
-SANDBOX_BACKEND = {"bash": "backend", "python": "backend", "ctf": "backend",
-                   "sql": "sandbox_backend"}
 
 
 @pytest.mark.parametrize("name", sorted(SANDBOX_BACKEND))

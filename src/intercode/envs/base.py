@@ -80,13 +80,16 @@ class IntercodeEnv(gym.Env[str, str]):
     def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> IntercodeEnv:
         """An environment built from the command line's / runner's settings.
 
-        The default passes ``limits``, ``upstream_quirks`` and ``gold_cache`` if the
-        constructor takes them; environments with more settings override this.
+        The default passes ``limits``, ``upstream_quirks``, ``gold_cache`` and ``sandbox``
+        (as ``backend``) if the constructor takes them; environments with more settings
+        override this.
         """
         accepted = inspect.signature(cls.__init__).parameters
         kwargs = {name: getattr(settings, name) for name in ("limits", "upstream_quirks",
                                                              "gold_cache")
                   if name in accepted}
+        if "backend" in accepted:  # the sandbox backend
+            kwargs["backend"] = settings.sandbox
         return cls(dataset, **kwargs)
 
     # -- to implement --------------------------------------------------------------------

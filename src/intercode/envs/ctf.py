@@ -73,7 +73,7 @@ class CtfEnv(IntercodeEnv):
     def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> CtfEnv:
         """Limits, network mode and upstream quirks of the settings."""
         return cls(dataset, limits=settings.limits, network=settings.network,
-                   upstream_quirks=settings.upstream_quirks)
+                   upstream_quirks=settings.upstream_quirks, backend=settings.sandbox)
 
     def __init__(self, dataset: str | Dataset = "intercode-ctf", *, limits: Limits | None = None,
                  layout: Layout | None = None, network: bool | str = False,
@@ -88,7 +88,8 @@ class CtfEnv(IntercodeEnv):
         extra_env = base.extra_env
         if self.crypto_alias:
             extra_env += (("PYTHONPATH", f"/{ALIAS_DIR}"),)
-        self.layout = dataclasses.replace(base, network=network, extra_env=extra_env)
+        self.layout = dataclasses.replace(base, network=network, extra_env=extra_env,
+                                          image_profile="ctf")
         self.network = network
         self.network_mode = require_network(network)  # "none", "isolated" or "host"
         self.max_submissions = max_submissions

@@ -61,7 +61,7 @@ class PythonEnv(IntercodeEnv):
         """Limits, upstream quirks and the per-test time limit of the settings."""
         test_timeout = 5.0 if settings.test_timeout is None else settings.test_timeout
         return cls(dataset, limits=settings.limits, upstream_quirks=settings.upstream_quirks,
-                   test_timeout=test_timeout)
+                   test_timeout=test_timeout, backend=settings.sandbox)
 
     def __init__(self, dataset: str | Dataset = "mbpp", *, limits: Limits | None = None,
                  layout: Layout | None = None, test_timeout: float = 5.0,

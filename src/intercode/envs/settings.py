@@ -17,7 +17,8 @@ class EnvSettings:
     kept for the reward), ``sql_metric`` (``exec_match`` or ``exec_match_nodistinct``:
     the Spider metric reported as ``exec_match``), ``network``, ``test_timeout``
     (seconds per test statement of the Python benchmark), ``gold_cache`` (Bash: reuse the
-    gold's stored results, see :mod:`intercode.envs.gold_cache`). ``None`` is the
+    gold's stored results, see :mod:`intercode.envs.gold_cache`), ``sandbox`` (the
+    sandbox backend: ``bwrap`` or ``docker``, see ``intercode.sandbox``). ``None`` is the
     environment's own default.
     """
 
@@ -31,3 +32,4 @@ class EnvSettings:
     test_timeout: float | None = None
     sql_metric: str | None = None
     gold_cache: bool = True
+    sandbox: str = "bwrap"

@@ -105,7 +105,8 @@ class SqlEnv(IntercodeEnv):
                            max_result_rows=settings.sql_max_result_rows
                            or defaults.max_result_rows)
         return cls(dataset, backend=settings.sql_backend, mysql_url=settings.mysql_url,
-                   limits=limits, metric=settings.sql_metric or METRICS[0])
+                   limits=limits, metric=settings.sql_metric or METRICS[0],
+                   sandbox_backend=settings.sandbox)
 
     def __init__(self, dataset: str | Dataset = "spider-dev", *,
                  backend: str | SqlBackend = "sqlite", mysql_url: str | None = None,

@@ -32,7 +32,7 @@ class EpisodeActor:
         """Check the node, build the policy and a warm environment: ``{"node": ...}``, or
         ``{"fatal": text}`` when this node cannot run the environment."""
         try:
-            check_node(self.spec.env)
+            check_node(self.spec.env, self.spec.settings.sandbox)
             self.policy = make_policy(self.spec)
             self.env = make_env(self.spec)
             self.env.warm_up()
@@ -71,7 +71,7 @@ class EnvActor:
     def start(self) -> dict[str, Any]:
         """Check the node and build a warm environment."""
         try:
-            check_node(self.name)
+            check_node(self.name, self.settings.sandbox)
             self.env = create_env(self.name, self.dataset, self.settings)
             self.env.warm_up()
         except (IntercodeError, OSError) as exc:

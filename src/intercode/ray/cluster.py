@@ -88,16 +88,15 @@ def node_label() -> str:
     return f"{ip} ({node})"
 
 
-def check_node(env: str) -> None:
-    """Refuse, in one line, a node that cannot run ``env``: no usable sandbox program
-    (bwrap). The data is checked when the environment is built (hash-verified, from
-    the node's mirror or cache)."""
+def check_node(env: str, sandbox: str = "bwrap") -> None:
+    """Refuse, in one line, a node that cannot run ``env`` on the ``sandbox`` backend:
+    no usable sandbox program (bwrap, a Docker engine). The data is checked when the
+    environment is built (hash-verified, from the node's mirror or cache)."""
     from intercode.benchmarks import get
     from intercode.sandbox import preflight
 
-    backend = get(env).sandbox
-    if backend is not None:
-        preflight(backend)
+    if get(env).sandbox is not None:
+        preflight(sandbox)
 
 
 def node_failure(exc: BaseException) -> str:

@@ -118,11 +118,14 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
     backend = get(cfg.env).sandbox
+    if backend is not None:
+        backend = cfg.settings.sandbox  # the benchmark runs in a sandbox: the chosen one
     root: dict[str, Any] | None = None
     if backend is not None and cfg.executor == "local":
         preflight(backend)  # no bwrap: one line, and no run folder left behind
-        # the root file system, built here once (not by each worker) if missing
-        root = rootfs.describe(rootfs.benchmark_root(cfg.env))
+        if backend == "bwrap":  # docker: the image holds the root (docs/docker.md)
+            # the root file system, built here once (not by each worker) if missing
+            root = rootfs.describe(rootfs.benchmark_root(cfg.env))
     # (on Ray, each actor checks its own node as it starts, and builds its own root)
     with RunFolder(cfg.output):
         return _run(cfg, dataset, tasks, progress, root)

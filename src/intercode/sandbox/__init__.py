@@ -17,7 +17,8 @@ from intercode.sandbox.base import Change, ExecResult, Sandbox
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
 
-BACKENDS = {"bwrap": "intercode.sandbox.bwrap:BwrapSandbox"}
+BACKENDS = {"bwrap": "intercode.sandbox.bwrap:BwrapSandbox",
+            "docker": "intercode.sandbox.docker:DockerSandbox"}
 SHELLS = ("bash", "python", "sqlite")
 GROUP = "intercode.sandboxes"
 _plugins_loaded = False

@@ -438,7 +438,7 @@ class BwrapSandbox(base.Sandbox):
 
     def tree_copy(self, ident: int, other: base.Sandbox, other_ident: int) -> None:
         """Copy tree snapshot ``ident`` into ``other`` (a bubblewrap sandbox)."""
-        if not isinstance(other, BwrapSandbox):
+        if type(other) is not type(self):
             raise SnapshotError("a snapshot is copied only between bubblewrap sandboxes")
         reply, data = self._request({"op": "tree_export", "id": ident})
         other._request({"op": "tree_import", "id": other_ident, "entries": reply["entries"]},

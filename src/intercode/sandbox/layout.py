@@ -61,6 +61,8 @@ class Layout:
     hide_usr_local: bool = True
     network: bool | str = False  # see intercode.sandbox.netns
     extra_env: tuple[tuple[str, str], ...] = field(default=())
+    image: str | None = None  # the docker backend's image (see intercode.sandbox.docker)
+    image_profile: str = "base"  # which built image the docker backend uses without one
 
     @property
     def home(self) -> str:

@@ -162,6 +162,11 @@ class ShellIO:
                           shell_restarted=restarted, notes=tuple(notes), cwd=self.cwd,
                           reply=reply)
 
+    def write_action(self, data: memoryview) -> int:
+        """Write (part of) an action's bytes to the shell; how many were taken (a
+        backend whose shell is not behind a pipe of the host's overrides this)."""
+        return os.write(self.action_w, data)
+
     def take_notes(self) -> list[str]:
         """Messages of the supervisor's watchdog since the last call."""
         self.channel.pump()
@@ -295,7 +300,7 @@ class _Run:
         io = self.io
         while self.payload:
             try:
-                n = os.write(io.action_w, self.payload)
+                n = io.write_action(self.payload)
             except BlockingIOError:
                 poller.register(io.action_w, select.POLLOUT)
                 return

@@ -1,7 +1,7 @@
 """Fingerprints of diff paths, as upstream compared them: ``md5sum p`` if "." in p, else
 ``md5deep -r p``; two fingerprints are equal iff upstream's outputs were.
 
-A mixin of :class:`tree.Tree`: it needs ``abspath``, ``root_dev`` and ``_md5_cache``.
+A mixin of :class:`tree.Tree`: it needs ``abspath``, ``ours`` and ``_md5_cache``.
 """
 
 import errno
@@ -57,7 +57,7 @@ class Hashing:
                 return "%s: %s: %s" % (tool, shown, os.strerror(exc.errno or errno.EIO))
         if tool == "md5sum":
             return "md5sum: %s: Is a directory" % shown
-        if st.st_dev != self.root_dev:
+        if not self.ours(st.st_dev):
             return "md5deep: %s: a directory outside the sandbox's tree" % shown
         return "\n".join(self._md5deep(rel, st, grants, budget))
 
@@ -71,7 +71,7 @@ class Hashing:
             for name, child_st in listed or ():
                 child = join(top, name)
                 if stat.S_ISDIR(child_st.st_mode):
-                    if child_st.st_dev == self.root_dev:
+                    if self.ours(child_st.st_dev):
                         stack.append((child, child_st))
                     continue
                 line = self._md5deep_line(child, child_st, grants, budget)
@@ -97,7 +97,7 @@ class Hashing:
             path = self.abspath(anc)
             try:
                 st = os.lstat(path)
-                if stat.S_ISDIR(st.st_mode) and st.st_dev == self.root_dev:
+                if stat.S_ISDIR(st.st_mode) and self.ours(st.st_dev):
                     grants.need(path, st, fsops.NEED_READ)
             except OSError:
                 return

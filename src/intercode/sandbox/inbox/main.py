@@ -36,7 +36,8 @@ class Supervisor(snaps.Snapshots):
         self.cfg = cfg
         self.ctl_in = cfg["fds"]["ctl_in"]
         self.ctl_out = cfg["fds"]["ctl_out"]
-        self.tree = tree.Tree("/", scratch_mounts=cfg.get("scratch", []))
+        self.tree = tree.Tree("/", scratch_mounts=cfg.get("scratch", []),
+                              mounts=cfg.get("mounts", ()))
         fds = cfg["fds"]
         self.shell = shell.Shell(cfg["shell"], fds["action_r"], fds["output_w"],
                                  fds["status_w"], cfg["env"])
@@ -83,7 +84,8 @@ class Supervisor(snaps.Snapshots):
 
             site.main()
         # held open: an agent that locks "/" (chmod 000) must not hide a mount from the count
-        for mount in ["/", *("/" + m for m in self.cfg.get("scratch", []))]:
+        tops = ["/" + m for m in self.cfg.get("mounts", ())] or ["/"]
+        for mount in [*tops, *("/" + m for m in self.cfg.get("scratch", []))]:
             self.files_fds.append(os.open(mount, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         base, _skipped = self.tree.capture()
         self.tree.set_base(base)
@@ -381,6 +383,11 @@ def main(argv):
     cfg_fd = int(argv[0])
     cfg, data = proto.read_frame(cfg_fd)
     os.close(cfg_fd)  # no process of the agent may inherit it
+    run(cfg, data)
+
+
+def run(cfg, data):
+    """Set up and serve the sandbox of ``cfg`` (``data``: what the shell starts with)."""
     sup = Supervisor(cfg)
     sup.shell.data = data
     try:

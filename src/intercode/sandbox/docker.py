@@ -1,0 +1,392 @@
+"""The Docker sandbox backend: the same supervisor, in a container, over one stream.
+
+One container per sandbox, started once. Its main process (pid 1) is the supervisor
+of ``inbox/main.py``, booted from source as on bubblewrap; the supervisor's pipes are
+multiplexed over the container's stdio, attached once through the engine's API
+(``inbox/relay.py`` inside, :mod:`~intercode.sandbox.docker_stream` outside). So a step
+and a reset cost round trips on that stream, never a ``docker exec``, and nothing but
+the attach stream crosses from host to container (Docker Desktop's VM included).
+
+Isolation is Docker's own: no network, every capability dropped, ``no-new-privileges``,
+a non-root user, a read-only root file system with size-bounded tmpfs mounts where the
+tasks write (see ``Tree``'s ``mounts``), memory, process and CPU limits, Docker's
+default seccomp profile plus intercode's filter (installed by pid 1 on itself), and
+Docker's masked ``/proc`` paths. Containers carry labels naming the process that
+made them; close removes them, the engine removes them when that process dies (the
+stream closes, the supervisor exits, ``AutoRemove``), and the first sandbox of a run
+removes those left by processes that no longer exist.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import select
+import socket
+import time
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError, SnapshotError
+from intercode.fsutil import write_atomic
+from intercode.sandbox import base, seccomp
+from intercode.sandbox.bwrap import BOOT, BwrapSandbox
+from intercode.sandbox.docker_engine import Engine, message
+from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
+from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
+from intercode.sandbox.inbox import MODULES, proto
+from intercode.sandbox.layout import (
+    EPOCH_NS,
+    MASKED_PROC_DIRS,
+    MASKED_PROC_FILES,
+    SCRATCH_MOUNTS,
+    SKELETON_DIRS,
+    Layout,
+)
+from intercode.sandbox.limits import Limits, MiB
+
+log = logging.getLogger(__name__)
+
+LABEL = "org.intercode.sandbox"
+OWNER_LABEL = "org.intercode.owner"  # host name, pid and start time of the process
+DOCKER_BOOT = BOOT.replace("sys.modules['icbox.main'].main(sys.argv[1:])",
+                           "sys.modules['icbox.relay'].boot()")
+PYTHON = "/usr/bin/python3"
+# top-level directories every sandbox has writable (the skeleton's)
+SKELETON_TOP = tuple(sorted({d.split("/")[0] for d, _ in SKELETON_DIRS}))
+MASKED_PATHS = sorted({
+    "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+    "/sys/firmware", "/sys/devices/virtual/powercap",
+    *(f"/proc/{n}" for n in (*MASKED_PROC_FILES, *MASKED_PROC_DIRS))})
+SUPERVISOR_MEMORY = 256 * MiB  # the cgroup's room beyond the agent's limit and the tmpfs
+START_TIMEOUT = 60.0
+_swept = False
+
+
+def _sources() -> list[list[str]]:
+    """The supervisor's modules and the relay, as the boot code reads them."""
+    pkg = resources.files("intercode.sandbox.inbox")
+    return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
+            for name in (*MODULES, "relay")]
+
+
+def _proc_start(pid: int) -> str | None:
+    """Start time of process ``pid`` (clock ticks since boot), or ``None`` if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        return fields[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def owner() -> str:
+    """This process as a label value: host, pid and start time."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_proc_start(os.getpid()) or '?'}"
+
+
+def sweep(engine: Engine) -> int:
+    """Remove the sandbox containers left by processes of this host that no longer exist
+    (a run killed with SIGKILL whose containers the engine has not removed yet)."""
+    listed = engine.ok("GET", "/containers/json",
+                       query={"all": "1", "filters": f'{{"label": ["{LABEL}"]}}'})
+    removed = 0
+    host = socket.gethostname()
+    for item in listed or []:
+        value = (item.get("Labels") or {}).get(OWNER_LABEL, "")
+        name, _, rest = value.partition(":")
+        pid, _, started = rest.partition(":")
+        if name != host or not pid.isdigit():
+            continue
+        if _proc_start(int(pid)) == started:
+            continue  # its process still runs
+        status, _ = engine.call("DELETE", f"/containers/{item['Id']}", query={"force": "1"})
+        removed += status in (200, 204)
+    return removed
+
+
+def default_image(profile: str = "base") -> str:
+    """The image to use when none is named: ``$INTERCODE_DOCKER_IMAGE_<PROFILE>`` (e.g.
+    ``_CTF``), else ``$INTERCODE_DOCKER_IMAGE``, else the one ``intercode image build``
+    makes (built if missing)."""
+    named = (os.environ.get(f"INTERCODE_DOCKER_IMAGE_{profile.upper()}")
+             or os.environ.get("INTERCODE_DOCKER_IMAGE"))
+    if named:
+        return named
+    from intercode.sandbox import images
+    return str(images.docker_image(profile))
+
+
+class DockerSandbox(BwrapSandbox):
+    """A sandbox in a Docker container (see the module docstring)."""
+
+    name = "docker"
+
+    @classmethod
+    def preflight(cls) -> None:
+        """An engine must answer on its socket, and a named image (``$INTERCODE_DOCKER_IMAGE``)
+        must exist (a built one is made when the first sandbox needs it)."""
+        engine = Engine()
+        engine.ping()
+        named = os.environ.get("INTERCODE_DOCKER_IMAGE")
+        if named and engine.call("GET", f"/images/{named}/json")[0] == 404:
+            raise SandboxUnavailableError(
+                f"the Docker image {named!r} (INTERCODE_DOCKER_IMAGE / --image) does not exist "
+                "here: build it (`intercode image build`) or name another (see docs/docker.md)")
+
+    def __init__(self, limits: Limits | None = None, layout: Layout | None = None,
+                 python: str = PYTHON, shell: str | Sequence[str] = "bash",
+                 shell_data: bytes = b"", image: str | None = None,
+                 cpus: float | None = None, profile: str = "base") -> None:
+        """``image``: the image to run (else :func:`default_image`); ``cpus``: CPU time
+        (``$INTERCODE_DOCKER_CPUS``, default 1); ``profile``: which built image to use
+        when none is named (``base`` or ``ctf``)."""
+        super().__init__(limits=limits, layout=layout, python=python, shell=shell,
+                         shell_data=shell_data)
+        if self.layout.network:
+            raise ConfigError("the docker sandbox has no network mode yet (network=False only)")
+        self.image = image or self.layout.image
+        self.profile = profile if profile != "base" else self.layout.image_profile
+        try:
+            self.cpus = float(cpus if cpus is not None
+                              else os.environ.get("INTERCODE_DOCKER_CPUS") or 1.0)
+        except ValueError as exc:
+            raise ConfigError(f"INTERCODE_DOCKER_CPUS must be a number: {exc}") from None
+        if self.cpus <= 0:
+            raise ConfigError("the docker sandbox's CPUs must be positive")
+        self.mounts: tuple[str, ...] = SKELETON_TOP
+        self.root_files: dict[str, str] = {}  # files of "/" -> host copies bound read-only
+        self._engine: Engine | None = None
+        self._stream: Stream | None = None
+        self._container: str | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """Whether the container's stream is open."""
+        return (self._stream is not None and not self._stream.ended
+                and self._channel is not None and not self._channel.closed)
+
+    def start(self) -> None:
+        """Create, attach and start the container; wait until the supervisor is ready."""
+        if self._stream is not None:
+            return
+        try:
+            self._spawn()
+            self._await_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def _spawn(self) -> None:
+        global _swept
+        engine = self._engine = Engine()
+        if not _swept:
+            _swept = True
+            sweep(engine)
+        image = self.image = self.image or default_image(self.profile)
+        name = f"intercode-{os.getpid()}-{os.urandom(4).hex()}"
+        status, reply = engine.call("POST", "/containers/create", self._create_body(image),
+                                    query={"name": name})
+        if status == 404:
+            raise SandboxUnavailableError(
+                f"the Docker image {image!r} does not exist here: build it with "
+                "`intercode image build` or name another with --image (see docs/docker.md)")
+        if status != 201:
+            raise SandboxError(f"Docker engine: cannot create the sandbox container "
+                               f"({status}): {message(reply)}")
+        self._container = str(reply["Id"])
+        sock, first = engine.attach(self._container)
+        stream = self._stream = Stream(sock, first)
+        engine.ok("POST", f"/containers/{self._container}/start")
+        # the boot code reads the sources and the configuration straight from stdin
+        stream.send_raw(proto.encode(_sources()) + proto.encode(self._config({}),
+                                                                self.shell_data))
+        self._channel = StreamChannel(stream)
+        self._io = StreamShellIO(stream, self._channel, self.limits, self._restart,
+                                 interrupt_signal="SIGINT" if self.shell in ("python", "sqlite")
+                                 else None, freeze=self.shell != "sqlite")
+
+    def _create_body(self, image: str) -> dict[str, Any]:
+        lim, lay = self.limits, self.layout
+        tmpfs_opts = f"rw,exec,nosuid,nodev,size={lim.storage},uid={lay.uid},gid={lay.gid}"
+        tmpfs = {f"/{m}": f"{tmpfs_opts},mode=755" for m in self.mounts}
+        tmpfs["/sys"] = "ro,nosuid,nodev,noexec,size=4k"  # no /sys, as on bubblewrap
+        env = [f"{k}={v}" for k, v in lay.shell_env().items()]
+        return {
+            "Image": image,
+            "Cmd": [self.python, "-I", "-S", "-c", DOCKER_BOOT, "0"],
+            "Entrypoint": [],
+            "User": f"{lay.uid}:{lay.gid}",
+            "Hostname": lay.hostname,
+            "Env": env,
+            "WorkingDir": "/",
+            "OpenStdin": True, "StdinOnce": True, "AttachStdin": True,
+            "AttachStdout": True, "AttachStderr": True, "Tty": False,
+            "NetworkDisabled": True,
+            "Labels": {LABEL: "1", OWNER_LABEL: owner()},
+            "HostConfig": {
+                "NetworkMode": "none",
+                "CapDrop": ["ALL"],
+                "SecurityOpt": ["no-new-privileges"],
+                "ReadonlyRootfs": True,
+                "Tmpfs": tmpfs,
+                "ShmSize": lim.shm,
+                # tmpfs pages count in the container's memory: the agent's limit (which the
+                # supervisor enforces first), its file systems and the supervisor's own
+                "Memory": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
+                "MemorySwap": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
+                "PidsLimit": lim.processes + 16,
+                "NanoCpus": int(self.cpus * 1e9),
+                "AutoRemove": True,
+                "Init": False,
+                "IpcMode": "private",
+                "Privileged": False,
+                # Docker's default list (an older engine's misses /proc/interrupts), and
+                # bubblewrap's (layout.MASKED_PROC_*)
+                "MaskedPaths": MASKED_PATHS,
+                "Mounts": [{"Type": "bind", "Source": str(path), "Target": target,
+                            "ReadOnly": True} for target, path in [
+                    *((f"/etc/{name}", path) for name, path in self._etc_files()),
+                    *((f"/{name}", path) for name, path in sorted(self.root_files.items()))]],
+            },
+        }
+
+    def _etc_files(self) -> list[tuple[str, Path]]:
+        """The generated ``passwd`` and ``group`` (the agent's name), as host files.
+
+        Docker's own ``hosts``, ``hostname`` and ``resolv.conf`` stay. The files are
+        bound read-only from the user's cache (a folder Docker Desktop shares)."""
+        from intercode.datasets.fetch import cache_dir
+
+        files = {k: v for k, v in self.layout.etc_files().items() if k in ("passwd", "group")}
+        key = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
+        folder = cache_dir() / "docker-etc" / key
+        found = []
+        for name, data in sorted(files.items()):
+            path = folder / name
+            if not path.is_file() or path.read_bytes() != data:
+                folder.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, data)
+                path.chmod(0o644)
+            found.append((name, path))
+        return found
+
+    def _config(self, inside: dict[str, int]) -> dict[str, Any]:
+        cfg = super()._config(inside)
+        cfg.pop("fds")
+        cfg["mounts"] = list(self.mounts)
+        cfg["seccomp"] = seccomp.program().hex()
+        cfg["epoch_ns"] = EPOCH_NS
+        cfg["scratch"] = list(SCRATCH_MOUNTS)
+        return cfg
+
+    def _await_ready(self) -> None:
+        assert self._channel is not None and self._stream is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            select.select([self._channel.read_fd], [], [], 0.05)
+            try:
+                self._channel.pump()
+            except SandboxError:
+                break
+            ready = self._channel.take_events("ready")
+            if ready:
+                if not ready[0].get("ok"):
+                    raise SandboxError(f"sandbox supervisor failed: {ready[0].get('error')}")
+                return
+        raise SandboxUnavailableError(self._startup_failure())
+
+    def _startup_failure(self) -> str:
+        err = bytes(self._stream.stderr).decode("utf-8", "replace").strip() \
+            if self._stream is not None else ""
+        return (f"the docker sandbox (image {self.image}) did not start: "
+                f"{err[-2000:] or 'no output'} (the image needs {self.python} and bash; "
+                "see docs/docker.md)")
+
+    def close(self) -> None:
+        """Remove the container and close the stream (idempotent)."""
+        stream, self._stream = self._stream, None
+        container, self._container = self._container, None
+        io = self._io
+        if stream is not None:
+            try:
+                stream.sock.shutdown(socket.SHUT_WR)  # stdin closes: the supervisor exits
+            except OSError:
+                pass
+        if container is not None and self._engine is not None:
+            try:
+                status, reply = self._engine.call("DELETE", f"/containers/{container}",
+                                                  query={"force": "1"})
+                if status not in (200, 204, 404, 409):
+                    log.error("cannot remove the sandbox container %s: %s", container,
+                              message(reply))
+            except SandboxError as exc:
+                log.error("cannot remove the sandbox container %s: %s", container, exc)
+        if isinstance(io, StreamShellIO):
+            io.close()
+        if stream is not None:
+            stream.sock.close()
+            for fd in stream.host_fds():
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._channel = None
+        self._io = None
+        self._tree_id = None
+
+    def __del__(self) -> None:
+        if getattr(self, "_stream", None) is not None:
+            self.close()
+
+    # -- trees ---------------------------------------------------------------------------
+
+    def tree_copy(self, ident: int, other: base.Sandbox, other_ident: int) -> None:
+        """Copy tree snapshot ``ident`` into ``other`` (a docker sandbox: the trees of the
+        two backends are laid out differently)."""
+        if not isinstance(other, DockerSandbox):
+            raise SnapshotError("a docker sandbox's snapshot is copied only to another "
+                                "docker sandbox")
+        super().tree_copy(ident, other, other_ident)
+
+    def load(self, tree: FileTree) -> None:
+        """As on bubblewrap, with the read-only root's limits: each top-level directory of
+        the tree gets a tmpfs, and each file directly in ``/`` a read-only bind of a copy
+        in the user's cache (the agent cannot change it; see docs/docker.md). A tree that
+        needs mounts the container does not have restarts it once with them."""
+        tops = {e.path.split("/")[0] for e in tree.entries if "/" in e.path or e.kind == DIR}
+        files = {e.path: e for e in tree.entries if "/" not in e.path and e.kind != DIR}
+        links = sorted(p for p, e in files.items() if e.kind != FILE)
+        if links:
+            raise SandboxError(f"the docker sandbox's root is read-only: a tree cannot have "
+                               f"links directly in / ({', '.join(links[:5])})")
+        binds = {name: self._root_file(e) for name, e in files.items()}
+        mounts = tuple(sorted(set(self.mounts) | tops))
+        if mounts != self.mounts or binds != self.root_files:
+            self.mounts, self.root_files = mounts, binds
+            if self._stream is not None:
+                self.close()
+                self.start()
+        if files:
+            tree = FileTree.of(e for e in tree.entries if e.path not in files)
+        super().load(tree)
+
+    def _root_file(self, entry: Entry) -> str:
+        """A host copy of a file of ``/`` (its mode and time), to bind read-only."""
+        from intercode.datasets.fetch import cache_dir
+
+        data = entry.payload if isinstance(entry.payload, bytes) else b""
+        key = hashlib.sha256(b"%d:%d:" % (entry.mode, entry.mtime_ns) + data).hexdigest()[:24]
+        path = cache_dir() / "docker-root" / key / entry.path
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, data)
+            path.chmod(entry.mode & 0o7777)
+            os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
+        return str(path)

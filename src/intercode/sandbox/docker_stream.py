@@ -1,0 +1,279 @@
+"""Host side of a Docker sandbox's stream: the supervisor's pipes, demultiplexed.
+
+The container's attached stream carries the supervisor's control channel and the
+shell's action, output and status pipes as frames (see ``inbox/relay.py``). The
+caller's own thread demultiplexes it whenever it waits (no thread of ours: a hand-off
+between threads cost more than the whole round trip to the container): control frames
+go to :class:`StreamChannel`, the shell's output and status into local pipes that
+:class:`StreamShellIO` reads as :class:`~intercode.sandbox.shellio.ShellIO` reads
+bubblewrap's.
+
+Bytes the host has not read yet wait in memory, with a bound for the output (past
+:data:`BACKLOG` bytes it is dropped: it comes from the agent's processes, as on
+bubblewrap a full pipe would stop them). A status record reaches its pipe only after the
+output before it. While it sends, the host goes on reading, so a container that is
+writing cannot stall a large request.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import socket
+import struct
+import time
+from typing import Any
+
+from intercode.errors import SandboxError
+from intercode.sandbox.channel import Channel
+from intercode.sandbox.inbox import proto
+from intercode.sandbox.inbox.relay import FROM_CTL, FROM_OUTPUT, FROM_STATUS, HEAD, TO_ACTION
+from intercode.sandbox.inbox.relay import TO_CTL as TO_CTL
+from intercode.sandbox.shellio import ShellIO
+
+DOCKER_HEAD = struct.Struct(">BxxxI")  # the engine's stdout/stderr framing (no tty)
+STDOUT, STDERR = 1, 2
+PIPE_SIZE = 1 << 20
+BACKLOG = {FROM_OUTPUT: 8 << 20, FROM_STATUS: 64 << 20}
+STDERR_KEEP = 1 << 16
+READ = 1 << 20
+
+
+def _pipe() -> tuple[int, int]:
+    r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        fcntl.fcntl(w, 1031, PIPE_SIZE)  # F_SETPIPE_SZ
+    except OSError:
+        pass
+    return r, w
+
+
+class Stream:
+    """One attached container's stream, demultiplexed on demand."""
+
+    def __init__(self, sock: socket.socket, first: bytes = b"") -> None:
+        self.sock = sock
+        sock.setblocking(False)
+        self.fd = sock.fileno()
+        self.stderr = bytearray()  # the end of the container's stderr, for error messages
+        self.ctl = proto.FrameBuffer()
+        self.ctl_frames: list[tuple[dict[str, Any], bytes]] = []
+        output, status = _pipe(), _pipe()
+        self.output_r, self.status_r = output[0], status[0]
+        self._sinks = {FROM_OUTPUT: output[1], FROM_STATUS: status[1]}
+        self._pending = {ch: bytearray() for ch in self._sinks}
+        self._docker = bytearray(first)
+        self._mux = bytearray()
+        self.dropped = 0
+        self.ended = False
+        self._parse()
+
+    def host_fds(self) -> list[int]:
+        """The descriptors closed with the sandbox."""
+        return [self.output_r, self.status_r, *self._sinks.values()]
+
+    def send(self, channel: int, data: bytes | memoryview) -> None:
+        """Send a frame; read what arrives meanwhile (the container may be writing too)."""
+        self.send_raw(HEAD.pack(channel, len(data)) + bytes(data))
+
+    def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are (the boot code's, before the relay runs)."""
+        view = memoryview(data)
+        while view:
+            if self.ended:
+                raise SandboxError("the sandbox's stream is closed")
+            try:
+                view = view[self.sock.send(view, socket.MSG_NOSIGNAL):]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                self._end()
+                raise SandboxError(f"the sandbox's stream failed ({exc})") from exc
+            ready = select.poll()
+            ready.register(self.fd, select.POLLIN | select.POLLOUT)
+            if any(ev & select.POLLIN for _fd, ev in ready.poll()):
+                self.receive()
+
+    def receive(self) -> None:
+        """Take what the stream has now; pass output and status on to their pipes."""
+        while not self.ended:
+            try:
+                data = self.sock.recv(READ)
+            except BlockingIOError:
+                break
+            except OSError:
+                self._end()
+                break
+            if not data:
+                self._end()
+                break
+            self._docker += data
+            self._parse()
+        self.flush()
+
+    def flush(self) -> bool:
+        """Write waiting output (then status) into the pipes; whether any was written."""
+        wrote = self._write(FROM_OUTPUT)
+        if not self._pending[FROM_OUTPUT]:
+            wrote = self._write(FROM_STATUS) or wrote
+        return wrote
+
+    def _write(self, channel: int) -> bool:
+        pending = self._pending[channel]
+        wrote = False
+        while pending:
+            try:
+                n = os.write(self._sinks[channel], pending)
+            except BlockingIOError:
+                break
+            del pending[:n]
+            wrote = True
+        return wrote
+
+    def _parse(self) -> None:
+        buf = self._docker
+        while len(buf) >= DOCKER_HEAD.size:
+            kind, size = DOCKER_HEAD.unpack_from(buf)
+            if len(buf) < DOCKER_HEAD.size + size:
+                break
+            payload = bytes(buf[DOCKER_HEAD.size:DOCKER_HEAD.size + size])
+            del buf[:DOCKER_HEAD.size + size]
+            if kind == STDOUT:
+                self._mux += payload
+            elif kind == STDERR:
+                self.stderr += payload
+                del self.stderr[:-STDERR_KEEP]
+        mux = self._mux
+        while len(mux) >= HEAD.size:
+            channel, size = HEAD.unpack_from(mux)
+            if len(mux) < HEAD.size + size:
+                break
+            chunk = bytes(mux[HEAD.size:HEAD.size + size])
+            del mux[:HEAD.size + size]
+            if channel == FROM_CTL:
+                self.ctl_frames.extend(self.ctl.feed(chunk))
+                continue
+            pending = self._pending.get(channel)
+            if pending is not None:
+                room = max(BACKLOG[channel] - len(pending), 0)
+                if room < len(chunk):
+                    self.dropped += len(chunk) - room
+                    chunk = chunk[:room]
+                pending += chunk
+
+    def _end(self) -> None:
+        self.ended = True
+
+
+class StreamChannel(Channel):
+    """The control channel over a :class:`Stream` (its ``read_fd`` is the socket)."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.write_fd = -1
+        self.read_fd = stream.fd
+        self._frames = proto.FrameBuffer()
+        self._pending: list[tuple[dict[str, Any], bytes]] = []
+        self.events: list[dict[str, Any]] = []
+        self.closed = False
+
+    def request(self, msg: dict[str, Any], blob: bytes = b"",
+                timeout: float = 60.0) -> tuple[dict[str, Any], bytes]:
+        self.send_frame(proto.encode(msg, blob))
+        reply, data = self.wait_reply(timeout, what=str(msg.get("op")))
+        if not reply.get("ok"):
+            raise SandboxError(f"sandbox request {msg.get('op')!r} failed: {reply.get('error')}")
+        return reply, data
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.send_frame(proto.encode(msg))
+
+    def send_frame(self, frame: bytes) -> None:
+        """Send one encoded request."""
+        try:
+            self.stream.send(TO_CTL, frame)
+        except SandboxError:
+            self.closed = True
+            raise
+
+    def wait_reply(self, timeout: float, what: str) -> tuple[dict[str, Any], bytes]:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.pump()
+            if self._pending:
+                return self._pending.pop(0)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxError(f"sandbox did not answer {what!r} within {timeout:.0f} s")
+            select.select([self.read_fd], [], [], remaining)
+
+    def pump(self) -> None:
+        self.stream.receive()
+        frames, self.stream.ctl_frames = self.stream.ctl_frames, []
+        for msg, blob in frames:
+            if "ev" in msg:
+                self.events.append(msg)
+            else:
+                self._pending.append((msg, blob))
+        if self.stream.ended and not frames:
+            self.closed = True
+            raise SandboxError("sandbox supervisor exited")
+
+
+class _Poller:
+    """A poll object that also reports the socket while control frames wait in memory
+    (read from the socket while sending: the socket itself may have nothing more)."""
+
+    def __init__(self, stream: Stream, inner: select.poll) -> None:
+        self.stream = stream
+        self.inner = inner
+
+    def register(self, fd: int, events: int = select.POLLIN) -> None:
+        self.inner.register(fd, events)
+
+    def unregister(self, fd: int) -> None:
+        self.inner.unregister(fd)
+
+    def poll(self, timeout_ms: float | None = None) -> list[tuple[int, int]]:
+        if self.stream.ctl_frames or self.stream.ended:
+            return [(self.stream.fd, select.POLLIN)]
+        return self.inner.poll(timeout_ms)
+
+
+class StreamShellIO(ShellIO):
+    """:class:`ShellIO` whose actions go over the stream, and whose output and status
+    pipes are refilled from it as they are read."""
+
+    def __init__(self, stream: Stream, channel: StreamChannel, *args: Any,
+                 **kwargs: Any) -> None:
+        self.stream = stream
+        self._wrapped: _Poller | None = None
+        self._null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)  # no action pipe
+        super().__init__(self._null, stream.output_r, stream.status_r, channel, *args,
+                         **kwargs)
+
+    def poller(self) -> Any:
+        if self._wrapped is None:
+            self._wrapped = _Poller(self.stream, super().poller())
+        return self._wrapped
+
+    def write_action(self, data: memoryview) -> int:
+        self.stream.send(TO_ACTION, data)
+        return len(data)
+
+    def _read_all(self, fd: int, out: Any, limit: int | None = None) -> int:
+        count = 0
+        while True:
+            count += super()._read_all(fd, out, None if limit is None else limit - count)
+            if (limit is not None and count > limit) or not self.stream.flush():
+                return count
+
+    def _take_status(self) -> tuple[str, int, str] | None:
+        self.stream.flush()
+        return super()._take_status()
+
+    def close(self) -> None:
+        """Close the placeholder descriptor."""
+        os.close(self._null)

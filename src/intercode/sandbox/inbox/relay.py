@@ -1,0 +1,201 @@
+"""Pid 1 of a Docker sandbox: the supervisor, with its pipes carried over one stream.
+
+A container offers its main process one long-lived stream: its stdin, and its stdout
+as the engine hands it to the attached client. That stream is the only channel that
+crosses the virtual machine of Docker Desktop (bind-mounted FIFOs and sockets do not),
+so the supervisor's pipes (the control channel and the shell's action, output and
+status pipes) are multiplexed over it by a relay thread of this process: frames of a
+1-byte channel number, a 4-byte big-endian length and the payload.
+
+The relay runs in pid 1 itself (a thread), so that the agent, which runs as the same
+user, can neither signal it nor trace it (see ``main``). It never blocks on a pipe
+towards the supervisor or the shell (it buffers), so a request that the supervisor
+has not read yet cannot hold up a reply. Output is forwarded before any status record
+or control frame read after it, so a status never overtakes the output it ends.
+"""
+
+import ctypes
+import fcntl
+import os
+import select
+import struct
+import sys
+import threading
+
+from . import main, proto
+
+HEAD = struct.Struct(">BI")
+TO_CTL, TO_ACTION = 0, 1  # host -> sandbox
+FROM_CTL, FROM_OUTPUT, FROM_STATUS = 0, 1, 2  # sandbox -> host
+FIRST_FD = 64  # above the shell's fixed descriptors (see bwrap.FIRST_PASSED_FD)
+CHUNK = 1 << 16
+OUTPUT_SLICE = 4 * CHUNK  # output forwarded in one round (then the other pipes get a turn)
+DRAIN_LIMIT = 4 << 20  # output forwarded at most before a status record or control frame
+PIPE_SIZE = 1 << 20
+SWITCH_INTERVAL = 0.0002  # s: the relay thread waits at most this long for the supervisor
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+
+def _high(fd):
+    """``fd`` moved to a number of at least :data:`FIRST_FD`, close-on-exec."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, FIRST_FD)
+    os.close(fd)
+    return moved
+
+
+def _pipe():
+    r, w = os.pipe()
+    r, w = _high(r), _high(w)
+    try:
+        fcntl.fcntl(w, 1031, PIPE_SIZE)  # F_SETPIPE_SZ: fewer stalls of a busy stream
+    except OSError:
+        pass
+    return r, w
+
+
+class _Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+def install_seccomp(program):
+    """Install the classic BPF ``program`` on this process (inherited by every child).
+
+    The container runs with ``no-new-privileges``, which lets an unprivileged process
+    do this; the filter stacks on the engine's own profile.
+    """
+    prog = _Fprog(len(program) // 8, program)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
+
+
+class Relay:
+    """Copies frames of the stream to the pipes and the pipes' bytes to the stream."""
+
+    def __init__(self, stream_in, stream_out, to_box, from_box):
+        self.stream_in = stream_in
+        self.stream_out = stream_out
+        self.to_box = to_box  # channel -> write end of a pipe into the sandbox
+        self.from_box = from_box  # read end of a pipe out of the sandbox -> channel
+        self.output_fd = next(fd for fd, ch in from_box.items() if ch == FROM_OUTPUT)
+        self.pending = {fd: bytearray() for fd in to_box.values()}
+        self.inbuf = bytearray()
+        self.poller = select.poll()
+        self.eof = False
+
+    def run(self):
+        for fd in [self.stream_in, *self.to_box.values(), *self.from_box]:
+            os.set_blocking(fd, False)
+        self.poller.register(self.stream_in, select.POLLIN)
+        for fd in self.from_box:
+            self.poller.register(fd, select.POLLIN)
+        while True:
+            events = dict(self.poller.poll())
+            if self.output_fd in events:
+                self._forward(self.output_fd, OUTPUT_SLICE)
+            for fd in events:
+                if fd == self.stream_in:
+                    self._take_stream()
+                elif fd in self.pending:
+                    self._flush(fd)
+                elif fd != self.output_fd:
+                    # the output written before a status record or an event comes first
+                    # (bounded: a flood from the background must not hold a reply up)
+                    self._forward(self.output_fd, DRAIN_LIMIT)
+                    self._forward(fd, 1 << 62)
+            if self.eof and not self.pending[self.to_box[TO_CTL]]:
+                for fd in self.to_box.values():
+                    os.close(fd)  # the supervisor sees the end of its channel and exits
+                return
+
+    def _take_stream(self):
+        try:
+            data = os.read(self.stream_in, 1 << 20)
+        except BlockingIOError:
+            return
+        if not data:
+            self.eof = True
+            self.poller.unregister(self.stream_in)
+            return
+        buf = self.inbuf
+        buf += data
+        while len(buf) >= HEAD.size:
+            channel, size = HEAD.unpack_from(buf)
+            if len(buf) < HEAD.size + size:
+                break
+            fd = self.to_box.get(channel)
+            if fd is not None:
+                self.pending[fd] += buf[HEAD.size:HEAD.size + size]
+                self._flush(fd)
+            del buf[:HEAD.size + size]
+
+    def _flush(self, fd):
+        pending = self.pending[fd]
+        while pending:
+            try:
+                n = os.write(fd, pending)
+            except BlockingIOError:
+                self.poller.register(fd, select.POLLOUT)
+                return
+            del pending[:n]
+        try:
+            self.poller.unregister(fd)
+        except KeyError:
+            pass
+
+    def _forward(self, fd, limit):
+        sent = 0
+        while sent < limit:
+            try:
+                data = os.read(fd, CHUNK)
+            except BlockingIOError:
+                return
+            if not data:
+                self.poller.unregister(fd)
+                return
+            sent += len(data)
+            proto.write_all(self.stream_out, HEAD.pack(self.from_box[fd], len(data)) + data)
+
+
+def _write_blocking(fd, data):
+    os.set_blocking(fd, True)
+    proto.write_all(fd, data)
+
+
+def _relay_thread(relay, err_fd):
+    try:
+        os.set_blocking(relay.stream_out, True)
+        relay.run()
+    except BaseException as exc:  # the sandbox is useless without its stream: end it
+        try:
+            os.write(err_fd, ("intercode relay failed: %r\n" % (exc,)).encode())
+        finally:
+            os._exit(70)
+
+
+def boot():
+    """Entry point: the configuration frame follows the sources on stdin."""
+    stream_in, stream_out, err_fd = _high(os.dup(0)), _high(os.dup(1)), _high(os.dup(2))
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):  # no process of the agent may inherit the stream
+        os.dup2(null, fd)
+    os.close(null)
+    os.set_blocking(stream_in, True)
+    cfg, data = proto.read_frame(stream_in)
+    ctl_in, ctl_out, action, output, status = (_pipe() for _ in range(5))
+    cfg["fds"] = {"ctl_in": ctl_in[0], "ctl_out": ctl_out[1], "action_r": action[0],
+                  "output_w": output[1], "status_w": status[1]}
+    relay = Relay(stream_in, stream_out, {TO_CTL: ctl_in[1], TO_ACTION: action[1]},
+                  {ctl_out[0]: FROM_CTL, output[0]: FROM_OUTPUT, status[0]: FROM_STATUS})
+    program = bytes.fromhex(cfg.pop("seccomp", ""))
+    if program:
+        try:
+            install_seccomp(program)
+        except OSError as exc:
+            frame = proto.encode({"ev": "ready", "ok": False, "error": str(exc)})
+            _write_blocking(stream_out, HEAD.pack(FROM_CTL, len(frame)) + frame)
+            sys.exit(1)
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    threading.Thread(target=_relay_thread, args=(relay, err_fd), daemon=True).start()
+    main.run(cfg, data)
