@@ -73,6 +73,18 @@ def host_pids_with(marker: str, settle: float = 2.0) -> list[int]:
         time.sleep(0.05)
 
 
+def started_pids_with(marker: str, limit: float = 10.0) -> list[int]:
+    """Host processes whose command line contains ``marker``, once one has appeared (a
+    process started in the background may not have exec'd yet when its action returns:
+    seen on a loaded machine)."""
+    deadline = time.monotonic() + limit
+    while True:
+        pids = host_pids_with(marker, settle=0)
+        if pids or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.05)
+
+
 # -- the persistent shell --------------------------------------------------------------
 
 
@@ -295,7 +307,7 @@ def test_background_process_outlives_its_action_until_close(backend):
         r = sb.run(f"{sleeper(marker)} & echo started")
         assert r.output == "started\n"
         assert sb.run("echo next").output == "next\n"
-        assert len(host_pids_with(marker, settle=0)) == 1
+        assert len(started_pids_with(marker)) == 1
     finally:
         sb.close()
     assert host_pids_with(marker) == []
@@ -344,10 +356,7 @@ def test_close_leaves_nothing_behind(backend):
     sb.load(TREE)
     sb.run(f"nohup setsid bash -c '{sleeper(marker)}' >/dev/null 2>&1 & disown; "
            f"echo x > /tmp/{marker}")
-    deadline = time.monotonic() + 10  # the background process may not have started yet
-    while not host_pids_with(marker, settle=0) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert host_pids_with(marker, settle=0)
+    assert started_pids_with(marker)
     container = getattr(sb, "_container", None)
     sb.close()
     assert host_pids_with(marker) == []

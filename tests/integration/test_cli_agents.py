@@ -62,7 +62,7 @@ def wait_for_records(output, count, proc, limit=60.0):
 
 def test_kill_9_loses_only_the_episodes_in_flight_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
-    with ScriptedChatServer(slow_gold(0.4)) as server:
+    with ScriptedChatServer(slow_gold(1.0)) as server:  # 8 replies: 4 s on 2 workers
         proc = start_run(server, out, 2)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -97,7 +97,7 @@ def test_a_torn_last_line_is_repaired_on_resume(tmp_path):
 
 def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
-    with ScriptedChatServer(slow_gold(0.4)) as server:
+    with ScriptedChatServer(slow_gold(1.0)) as server:  # 8 replies: 4 s on 2 workers
         proc = start_run(server, out, 1)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
