@@ -32,8 +32,12 @@ def cli(*args):
 
 def start_run(server, output, wait_for):
     """A run in the background, once it has written ``wait_for`` records."""
+    # SIGINT as a terminal delivers it: a test run started in the background by a
+    # non-interactive shell (CI) inherits it ignored, and Python then never raises
+    # KeyboardInterrupt
     proc = subprocess.Popen(cli(*eval_args(server, output)), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_for_records(output, wait_for, proc)
     return proc
 
@@ -62,7 +66,7 @@ def wait_for_records(output, count, proc, limit=60.0):
 
 def test_kill_9_loses_only_the_episodes_in_flight_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
-    with ScriptedChatServer(slow_gold(1.0)) as server:  # 8 replies: 4 s on 2 workers
+    with ScriptedChatServer(slow_gold(0.4)) as server:
         proc = start_run(server, out, 2)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -97,7 +101,7 @@ def test_a_torn_last_line_is_repaired_on_resume(tmp_path):
 
 def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path):
     out = tmp_path / "run"
-    with ScriptedChatServer(slow_gold(1.0)) as server:  # 8 replies: 4 s on 2 workers
+    with ScriptedChatServer(slow_gold(0.4)) as server:
         proc = start_run(server, out, 1)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
