@@ -135,24 +135,38 @@ class BwrapSandbox(base.Sandbox):
 
     # -- lifecycle -----------------------------------------------------------------------
 
+    start_timeout = START_TIMEOUT
+
+    def _spawned(self) -> bool:
+        """Whether the sandbox's process was started (and not closed since)."""
+        return self._proc is not None
+
+    def _ended(self) -> bool:
+        """Whether the sandbox's process is gone."""
+        return self._proc is None or self._proc.poll() is not None
+
     @property
     def alive(self) -> bool:
-        """Whether the bwrap process runs and its channel is open."""
-        return (self._proc is not None and self._proc.poll() is None
-                and self._channel is not None and not self._channel.closed)
+        """Whether the sandbox's process runs and its channel is open."""
+        return (not self._ended() and self._channel is not None
+                and not self._channel.closed)
 
     def start(self) -> None:
-        """Start bwrap and the supervisor; wait until it is ready."""
-        if self._proc is not None:
+        """Start the sandbox and the supervisor; wait until it is ready."""
+        if self._spawned():
             return
         try:
             self._spawn()
             self._await_ready()
-            assert self._net is not None
-            self._net.attach()
+            self._after_ready()
         except BaseException:
             self.close()
             raise
+
+    def _after_ready(self) -> None:
+        """Connect the network (slirp4netns), now that the namespaces exist."""
+        assert self._net is not None
+        self._net.attach()
 
     def _spawn(self) -> None:
         bwrap = find_bwrap()
@@ -235,21 +249,20 @@ class BwrapSandbox(base.Sandbox):
         }
 
     def _await_ready(self) -> None:
-        assert self._channel is not None and self._proc is not None
-        deadline = time.monotonic() + START_TIMEOUT
+        assert self._channel is not None
+        deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
-            readable, _, _ = select.select([self._channel.read_fd], [], [], 0.05)
-            if readable:
-                try:
-                    self._channel.pump()
-                except SandboxError:
-                    break
+            select.select([self._channel.read_fd], [], [], 0.05)
+            try:
+                self._channel.pump()  # non-blocking; a stream may hold frames already read
+            except SandboxError:
+                break
             ready = self._channel.take_events("ready")
             if ready:
                 if not ready[0].get("ok"):
                     raise SandboxError(f"sandbox supervisor failed: {ready[0].get('error')}")
                 return
-            if self._proc.poll() is not None:
+            if self._ended():
                 break
         raise SandboxUnavailableError(self._startup_failure())
 
@@ -290,7 +303,11 @@ class BwrapSandbox(base.Sandbox):
         self._tree_id = None
 
     def __del__(self) -> None:
-        if getattr(self, "_proc", None) is not None:
+        try:
+            spawned = self._spawned()
+        except AttributeError:  # __init__ did not finish
+            return
+        if spawned:
             self.close()
 
     # -- requests ------------------------------------------------------------------------

@@ -22,9 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import select
 import socket
-import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -166,22 +164,16 @@ class DockerSandbox(BwrapSandbox):
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    @property
-    def alive(self) -> bool:
-        """Whether the container's stream is open."""
-        return (self._stream is not None and not self._stream.ended
-                and self._channel is not None and not self._channel.closed)
+    start_timeout = START_TIMEOUT
 
-    def start(self) -> None:
-        """Create, attach and start the container; wait until the supervisor is ready."""
-        if self._stream is not None:
-            return
-        try:
-            self._spawn()
-            self._await_ready()
-        except BaseException:
-            self.close()
-            raise
+    def _spawned(self) -> bool:
+        return self._stream is not None
+
+    def _ended(self) -> bool:
+        return self._stream is None or self._stream.ended
+
+    def _after_ready(self) -> None:
+        """Nothing: the container has no network to connect."""
 
     def _spawn(self) -> None:
         global _swept
@@ -286,22 +278,6 @@ class DockerSandbox(BwrapSandbox):
         cfg["scratch"] = list(SCRATCH_MOUNTS)
         return cfg
 
-    def _await_ready(self) -> None:
-        assert self._channel is not None and self._stream is not None
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            select.select([self._channel.read_fd], [], [], 0.05)
-            try:
-                self._channel.pump()
-            except SandboxError:
-                break
-            ready = self._channel.take_events("ready")
-            if ready:
-                if not ready[0].get("ok"):
-                    raise SandboxError(f"sandbox supervisor failed: {ready[0].get('error')}")
-                return
-        raise SandboxUnavailableError(self._startup_failure())
-
     def _startup_failure(self) -> str:
         err = bytes(self._stream.stderr).decode("utf-8", "replace").strip() \
             if self._stream is not None else ""
@@ -340,10 +316,6 @@ class DockerSandbox(BwrapSandbox):
         self._channel = None
         self._io = None
         self._tree_id = None
-
-    def __del__(self) -> None:
-        if getattr(self, "_stream", None) is not None:
-            self.close()
 
     # -- trees ---------------------------------------------------------------------------
 

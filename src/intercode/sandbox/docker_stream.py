@@ -28,7 +28,14 @@ from typing import Any
 from intercode.errors import SandboxError
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.inbox import proto
-from intercode.sandbox.inbox.relay import FROM_CTL, FROM_OUTPUT, FROM_STATUS, HEAD, TO_ACTION
+from intercode.sandbox.inbox.relay import (
+    FROM_CTL,
+    FROM_OUTPUT,
+    FROM_STATUS,
+    HEAD,
+    TO_ACTION,
+    take_frames,
+)
 from intercode.sandbox.inbox.relay import TO_CTL as TO_CTL
 from intercode.sandbox.shellio import ShellIO
 
@@ -133,25 +140,13 @@ class Stream:
         return wrote
 
     def _parse(self) -> None:
-        buf = self._docker
-        while len(buf) >= DOCKER_HEAD.size:
-            kind, size = DOCKER_HEAD.unpack_from(buf)
-            if len(buf) < DOCKER_HEAD.size + size:
-                break
-            payload = bytes(buf[DOCKER_HEAD.size:DOCKER_HEAD.size + size])
-            del buf[:DOCKER_HEAD.size + size]
+        for kind, payload in take_frames(self._docker, DOCKER_HEAD):
             if kind == STDOUT:
                 self._mux += payload
             elif kind == STDERR:
                 self.stderr += payload
                 del self.stderr[:-STDERR_KEEP]
-        mux = self._mux
-        while len(mux) >= HEAD.size:
-            channel, size = HEAD.unpack_from(mux)
-            if len(mux) < HEAD.size + size:
-                break
-            chunk = bytes(mux[HEAD.size:HEAD.size + size])
-            del mux[:HEAD.size + size]
+        for channel, chunk in take_frames(self._mux, HEAD):
             if channel == FROM_CTL:
                 self.ctl_frames.extend(self.ctl.feed(chunk))
                 continue

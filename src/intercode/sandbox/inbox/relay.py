@@ -54,6 +54,19 @@ def _pipe():
     return r, w
 
 
+
+def take_frames(buf, head):
+    """Remove the whole frames at the start of ``buf`` (``head``: a kind and a payload
+    size), yielding each kind and payload; a partial frame stays for the next read (the
+    host's side of the stream reads its frames with this too)."""
+    while len(buf) >= head.size:
+        kind, size = head.unpack_from(buf)
+        if len(buf) < head.size + size:
+            return
+        payload = bytes(buf[head.size:head.size + size])
+        del buf[:head.size + size]
+        yield kind, payload
+
 class _Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
@@ -120,15 +133,11 @@ class Relay:
             return
         buf = self.inbuf
         buf += data
-        while len(buf) >= HEAD.size:
-            channel, size = HEAD.unpack_from(buf)
-            if len(buf) < HEAD.size + size:
-                break
+        for channel, payload in take_frames(buf, HEAD):
             fd = self.to_box.get(channel)
             if fd is not None:
-                self.pending[fd] += buf[HEAD.size:HEAD.size + size]
+                self.pending[fd] += payload
                 self._flush(fd)
-            del buf[:HEAD.size + size]
 
     def _flush(self, fd):
         pending = self.pending[fd]
