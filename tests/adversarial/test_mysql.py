@@ -25,24 +25,6 @@ def backend(mysql_url):
     b.close()
 
 
-@pytest.fixture()
-def agent(backend):
-    s = backend.session()
-    s.reset("world_1")
-    yield s
-    s.close()
-
-
-@pytest.fixture()
-def admin(mysql_url):
-    """A connection as the URL's account (the backend's admin), for setting scenes."""
-    import pymysql
-
-    conn = pymysql.connect(**parse_url(mysql_url), autocommit=True)
-    yield conn
-    conn.close()
-
-
 def run(conn, sql, args=None):
     with conn.cursor() as cur:
         cur.execute(sql, args)

@@ -18,7 +18,6 @@ from intercode.envs.sql import make_backend
 from intercode.errors import SnapshotError
 from intercode.sql import mysql_snapshot as snaps
 from intercode.sql.backend import SqlLimits
-from intercode.sql.mysql_backend import parse_url
 
 NAME = re.compile(r"^ic_[0-9a-f]{8}_s[0-9a-f]{12}_world_1$")
 
@@ -29,23 +28,6 @@ def backend(mysql_url):
     b.session().close()  # loads the templates
     yield b
     b.close()
-
-
-@pytest.fixture()
-def agent(backend):
-    s = backend.session()
-    s.reset("world_1")
-    yield s
-    s.close()
-
-
-@pytest.fixture()
-def admin(mysql_url):
-    import pymysql
-
-    conn = pymysql.connect(**parse_url(mysql_url), autocommit=True)
-    yield conn
-    conn.close()
 
 
 def exists(admin, db: str) -> bool:
