@@ -51,9 +51,9 @@ UNREPLAYED = frozenset({
     "server_id", "gtid_domain_id", "sql_log_bin", "pseudo_slave_mode", "wsrep_on",
     "session_track_gtids", "proxy_user", "external_user", "autocommit",
 })
-_VARIABLE = re.compile(r"^[a-z][a-z0-9_]*$")
-_INTEGER = re.compile(r"^-?[0-9]+$")
-_DECIMAL = re.compile(r"^-?[0-9]+\.[0-9]+$")
+_VARIABLE = re.compile(r"[a-z][a-z0-9_]*\Z")
+_INTEGER = re.compile(r"-?[0-9]+\Z")
+_DECIMAL = re.compile(r"-?[0-9]+\.[0-9]+\Z")
 
 
 @dataclass(eq=False)
