@@ -9,8 +9,8 @@ import pytest
 import intercode  # noqa: F401  (registers the ids)
 from intercode import testing
 from intercode.benchmarks import get
-from intercode.envs.base import NOTE_CHARS
 from intercode.envs.bash import BashEnv
+from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.ctf import WRONG_FLAG
 from intercode.envs.registration import env_id
 from intercode.sandbox.limits import Limits

@@ -27,7 +27,7 @@ from intercode.agents.base import Action
 from intercode.agents.llm_base import LlmPolicy, StrategyOptions
 from intercode.agents.parsing import control_action, first_sql_statement
 from intercode.datasets import Task
-from intercode.envs.base import MAX_ACTION
+from intercode.envs.bounds import MAX_ACTION
 from intercode.errors import ConfigError
 from intercode.llm.client import ChatClient, Completion, Message
 from intercode.llm.replies import MAX_TOOL_CALLS, ToolCall

@@ -9,25 +9,18 @@ from __future__ import annotations
 
 import copy
 import inspect
-import operator
 from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, NoReturn, SupportsFloat, SupportsIndex
 
 import gymnasium as gym
-import numpy as np
 
 from intercode.datasets import Dataset, Task, load_dataset
+from intercode.envs.bounds import MAX_ACTION, MAX_OBSERVATION, task_index
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState, Registry, Snapshot
 from intercode.envs.spaces import AnyText
 from intercode.errors import ConfigError, EnvStateError, SnapshotUnsupported, TaskUnavailable
-
-MAX_ACTION = 1 << 20
-#: The observation bound of an environment that sets none (see ``limit_observations``).
-MAX_OBSERVATION = 1 << 24
-#: Characters an environment may add to an action's bounded output (its notes).
-NOTE_CHARS = 1 << 16
 
 
 class Evaluation:
@@ -341,18 +334,6 @@ class IntercodeEnv(gym.Env[str, str]):
         assert self.task is not None
         return {"task": self.task.index, "dataset": self.dataset.name,
                 "source": self.task.source, "source_index": self.task.source_index}
-
-
-def task_index(value: Any, count: int) -> int:
-    """A task index as a plain ``int`` (any integral type, e.g. numpy's ``int64``; never
-    a bool), checked against the dataset size."""
-    try:
-        index = operator.index(value) if not isinstance(value, bool | np.bool_) else None
-    except TypeError:
-        index = None
-    if index is None or not 0 <= index < count:
-        raise ConfigError(f"task must be an integer in [0, {count}), got {value!r}")
-    return index
 
 
 def not_picklable(env: IntercodeEnv) -> str:

@@ -19,7 +19,8 @@ from intercode.datasets import BashTask, Dataset, Task
 from intercode.datasets.fsbuild import prepared_fs, script_fs
 from intercode.envs import gold_cache as gold_store
 from intercode.envs import sandbox_state
-from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
+from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.gold_cache import GoldCache, GoldResult
 from intercode.envs.info import ActionInfo
 from intercode.envs.snapshot import ExecState

@@ -19,7 +19,8 @@ from typing import Any
 from intercode.datasets import CtfTask, Dataset, Task
 from intercode.datasets.ctf import asset_path, folder_entries
 from intercode.envs import sandbox_state
-from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
+from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.ctf_python import ALIAS_DIR, alias_entries, needs_crypto_alias
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings

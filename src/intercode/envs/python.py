@@ -18,7 +18,8 @@ from typing import Any
 
 from intercode.datasets import Dataset, PythonTask, Task
 from intercode.envs import sandbox_state
-from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
+from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState, NoState

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from intercode.datasets import Dataset, SqlTask, Task
-from intercode.envs.base import NOTE_CHARS, Evaluation, IntercodeEnv
+from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState

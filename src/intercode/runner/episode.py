@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from intercode.agents.base import Policy
-from intercode.envs.base import Evaluation, IntercodeEnv, task_index
+from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.bounds import task_index
 from intercode.envs.info import ActionInfo
 from intercode.errors import (
     AgentFault,

@@ -8,12 +8,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from intercode.envs.base import IntercodeEnv
 from intercode.errors import FatalRunError, RunAborted
-from intercode.runner.episode import run_task
 from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_main
+
+if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium there
+    from intercode.envs.base import IntercodeEnv
 
 OnRecord = Callable[[dict[str, Any]], None]
 
@@ -133,6 +134,8 @@ class InlineExecutor:
         """Run every task in order."""
         if not tasks:
             return
+        from intercode.runner.episode import run_task
+
         policy = make_policy(self.spec)
         env: IntercodeEnv | None = None
         try:

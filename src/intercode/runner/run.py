@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import intercode
-from intercode.agents.llm import POLICIES, StrategyOptions
-from intercode.agents.names import DEFAULT_TURNS
+from intercode.agents.llm_base import StrategyOptions
+from intercode.agents.names import DEFAULT_TURNS, STRATEGIES
 from intercode.agents.replay import load_trajectories
 from intercode.benchmarks import get
 from intercode.datasets import Dataset, load_dataset
 from intercode.datasets.known_issues import known_issues
-from intercode.envs.base import task_index
+from intercode.envs.bounds import task_index
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError
 from intercode.llm.client import ChatClient, ModelConfig
@@ -150,7 +150,9 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
         from intercode.sql.mysql_backend import parse_url
 
         parse_url(cfg.settings.mysql_url)  # a malformed URL: a ConfigError now, not per worker
-    if cfg.agent in POLICIES:
+    if cfg.agent in STRATEGIES:
+        from intercode.agents.llm import POLICIES
+
         if cfg.model is None:
             raise ConfigError(f"--agent {cfg.agent} needs a model (--model)")
         # no key, no endpoint, an option the strategy refuses: fail now, not in every worker

@@ -7,18 +7,17 @@ import os
 import signal
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from intercode.agents import GoldPolicy, ReplayPolicy, load_trajectories
-from intercode.agents.base import Policy
-from intercode.agents.llm import POLICIES, StrategyOptions
-from intercode.agents.names import AGENTS
-from intercode.envs.base import IntercodeEnv
-from intercode.envs.factory import make_env as create_env_from
+from intercode.agents.llm_base import StrategyOptions
+from intercode.agents.names import AGENTS, STRATEGIES
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, IntercodeError, SandboxError
-from intercode.llm.client import ChatClient, ModelConfig
-from intercode.runner.episode import run_task
+from intercode.llm.client import ModelConfig
+
+if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium there
+    from intercode.agents.base import Policy
+    from intercode.envs.base import IntercodeEnv
 
 
 @dataclass(frozen=True)
@@ -41,18 +40,27 @@ PR_SET_PDEATHSIG = 1
 
 def make_env(spec: WorkerSpec) -> IntercodeEnv:
     """The environment a spec describes (not wrapped)."""
+    from intercode.envs.factory import make_env as create_env_from
+
     return create_env_from(spec.env, spec.dataset, spec.settings)
 
 
 def make_policy(spec: WorkerSpec) -> Policy:
     """The policy a spec describes."""
     if spec.agent == "gold":
+        from intercode.agents.gold import GoldPolicy
+
         return GoldPolicy(spec.env)
     if spec.agent == "replay":
+        from intercode.agents.replay import ReplayPolicy, load_trajectories
+
         if not spec.trajectories:
             raise ConfigError("--agent replay needs --trajectories FILE")
         return ReplayPolicy(load_trajectories(spec.trajectories))
-    if spec.agent in POLICIES:
+    if spec.agent in STRATEGIES:
+        from intercode.agents.llm import POLICIES
+        from intercode.llm.client import ChatClient
+
         if spec.model is None:
             raise ConfigError(f"--agent {spec.agent} needs a model (--model)")
         return POLICIES[spec.agent](spec.env, ChatClient(spec.model), spec.strategy)
@@ -102,6 +110,8 @@ def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int,
 
 
 def _serve(spec: WorkerSpec, conn: Connection, worker_id: int, parent: int) -> None:
+    from intercode.runner.episode import run_task
+
     env: IntercodeEnv | None = None
     try:
         _watch_parent(parent)
