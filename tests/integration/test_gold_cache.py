@@ -132,3 +132,32 @@ def test_no_sandbox_sees_the_cache(cache):
         assert "rc=0" not in obs and "payload" not in obs
     finally:
         env.close()
+
+
+def test_warm_up_leaves_the_gold_sandbox_to_the_first_miss(cache):
+    """With the cache on, a worker's warm-up starts only the agent's sandbox: a run whose
+    golds are all stored never starts the gold's; the first miss starts it."""
+    warm = BashEnv("nl2bash-fs1")
+    try:
+        warm.reset(options={"task": 44})
+        warm.step(warm.task.gold)
+        assert warm.evaluate().reward == 1.0  # stores task 44's gold
+    finally:
+        warm.close()
+    env, live = BashEnv("nl2bash-fs1"), BashEnv("nl2bash-fs1", gold_cache=False)
+    try:
+        env.warm_up()
+        live.warm_up()
+        assert env._agent is not None and env._gold is None
+        assert live._gold is not None  # without the cache both start, as before
+        env.reset(options={"task": 44})
+        env.step(env.task.gold)
+        assert env.evaluate().reward == 1.0
+        assert env._gold is None  # a stored gold: still never started
+        env.reset(options={"task": 45})
+        env.step(env.task.gold)
+        assert env.evaluate().reward == 1.0
+        assert env._gold is not None and env._gold.alive  # a miss started it
+    finally:
+        env.close()
+        live.close()

@@ -117,9 +117,12 @@ class BashEnv(IntercodeEnv):
         return current
 
     def warm_up(self) -> None:
-        """Start both sandboxes."""
+        """Start the agent's sandbox, and the gold's unless the gold's results come from
+        the disk cache (it then starts with the first task whose result is not stored:
+        a run whose golds are all stored never starts it)."""
         self._sandbox("agent")
-        self._sandbox("gold")
+        if self._gold_disk is None:
+            self._sandbox("gold")
 
     def load_task(self, task: Task) -> None:
         """Restore the task's prepared file system and start a fresh shell."""
