@@ -103,9 +103,10 @@ class Script(Policy):
 
 
 def run_intercode(env: str, dataset: str, index: int, actions: Sequence[str],
-                  try_again: bool = True, turns: int = 10) -> tuple[float, bool]:
+                  try_again: bool = True, turns: int = 10,
+                  sandbox: str = "bwrap") -> tuple[float, bool]:
     """The reward and success ``intercode eval`` records for these actions."""
-    e = make_env(env, dataset, EnvSettings())
+    e = make_env(env, dataset, EnvSettings(sandbox=sandbox))
     try:
         record = run_episode(e, index, Script(actions, try_again), max_turns=turns)
     finally:

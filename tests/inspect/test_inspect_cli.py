@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from backends import backends, need
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 from intercode.datasets import load_dataset
@@ -18,7 +19,9 @@ from intercode.llm.gold_responder import GoldResponder
 from intercode.llm.scripted_server import ScriptedChatServer
 
 
-def test_inspect_eval_from_the_command_line(tmp_path):
+@pytest.mark.parametrize("sandbox", backends())
+def test_inspect_eval_from_the_command_line(sandbox, tmp_path):
+    need(sandbox)
     inspect = shutil.which("inspect", path=str(Path(sys.executable).parent)) or \
         shutil.which("inspect")
     assert inspect, "inspect-ai's command line is not installed"
@@ -28,13 +31,14 @@ def test_inspect_eval_from_the_command_line(tmp_path):
         proc = subprocess.run(
             [inspect, "eval", "intercode/sql", "--model", "openai/scripted",
              "--model-base-url", server.url, "-M", "responses_api=false",
-             "-T", "tasks=[0,1,2]", "-T", "turns=3",
+             "-T", "tasks=[0,1,2]", "-T", "turns=3", "-T", f"sandbox={sandbox}",
              "--display", "plain", "--log-dir", str(logs)],
             capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (info,) = list_eval_logs(str(logs))
     log = read_eval_log(info)
     assert log.status == "success" and log.eval.task.endswith("sql")
+    assert log.eval.metadata["intercode"]["sandbox"] == sandbox
     values = {int(s.id): float(s.scores["intercode_scorer"].value) for s in log.samples}
     assert values == {0: 1.0, 1: 1.0, 2: 1.0}
     assert pytest.approx(1.0) == log.results.scores[0].metrics["mean"].value

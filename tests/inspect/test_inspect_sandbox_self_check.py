@@ -1,4 +1,5 @@
-"""Inspect's own conformance suite for third-party sandboxes, on ``sandbox="intercode"``.
+"""Inspect's own conformance suite for third-party sandboxes, on ``sandbox="intercode"``
+(on each sandbox backend).
 
 The checks this provider cannot satisfy are expected failures, each with its reason.
 """
@@ -6,9 +7,10 @@ The checks this provider cannot satisfy are expected failures, each with its rea
 from __future__ import annotations
 
 import pytest
+from backends import backends, need
 from inspect_ai.util._sandbox.self_check import *  # noqa: F403
 
-from intercode.inspect.sandbox import IntercodeSandboxEnvironment
+from intercode.inspect.sandbox import IntercodeSandboxConfig, IntercodeSandboxEnvironment
 
 pytestmark = pytest.mark.anyio
 
@@ -22,11 +24,13 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="module")
-def _shared() -> object:
+@pytest.fixture(scope="module", params=backends())
+def _shared(request) -> object:
     import anyio
 
-    envs = anyio.run(IntercodeSandboxEnvironment.sample_init, "self-check", None, {})
+    need(request.param)
+    config = IntercodeSandboxConfig(backend=request.param)
+    envs = anyio.run(IntercodeSandboxEnvironment.sample_init, "self-check", config, {})
     yield envs["default"]
     anyio.run(IntercodeSandboxEnvironment.sample_cleanup, "self-check", None, envs, False)
 

@@ -40,11 +40,13 @@ class Setup:
     dataset: str
     sql_backend: str = "sqlite"
     network: bool = False
+    sandbox: str = "bwrap"  # the sandbox backend (bwrap or docker)
 
     @property
     def settings(self) -> EnvSettings:
         """The environment's settings."""
-        return EnvSettings(sql_backend=self.sql_backend, network=self.network)
+        return EnvSettings(sql_backend=self.sql_backend, network=self.network,
+                           sandbox=self.sandbox)
 
 
 class Running:

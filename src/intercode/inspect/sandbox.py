@@ -1,7 +1,11 @@
-"""``sandbox="intercode"``: Inspect's SandboxEnvironment on intercode's bubblewrap sandbox.
+"""``sandbox="intercode"``: Inspect's SandboxEnvironment on intercode's sandbox.
 
-Each sample gets a fresh sandbox (an empty task tree, the host's ``/usr`` read-only, no
-network, intercode's limits) so Inspect's ``bash()`` / ``python()`` tools run in it.
+Each sample gets a fresh sandbox (an empty task tree, the pinned root's ``/usr``
+read-only, no network, intercode's limits) so Inspect's ``bash()`` / ``python()`` tools
+run in it. The backend is bubblewrap unless the configuration names another:
+``sandbox=("intercode", IntercodeSandboxConfig(backend="docker"))`` in Python, or
+``--sandbox intercode:docker`` on Inspect's command line (a configuration that names a
+backend and no existing file).
 intercode's sandbox runs a command to completion with stdout and stderr interleaved and
 returns text; this provider keeps them apart by sending stderr through a file inside the
 sandbox, and moves file contents as base64 (binary-safe).
@@ -10,6 +14,7 @@ sandbox, and moves file contents as base64 (binary-safe).
 from __future__ import annotations
 
 import base64
+import os
 import posixpath
 import shlex
 from typing import Any, Literal, overload
@@ -23,9 +28,11 @@ from inspect_ai.util import (
     SandboxUserUnsupportedError,
     sandboxenv,
 )
+from pydantic import BaseModel, ConfigDict
 
+from intercode.errors import ConfigError
 from intercode.inspect.running import blocking
-from intercode.sandbox import Limits, Sandbox, create_sandbox
+from intercode.sandbox import BACKENDS, Limits, Sandbox, create_sandbox, require_backend
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 
@@ -50,9 +57,45 @@ def sandbox_limits() -> Limits:
     return Limits(timeout=FOREVER, output=160 * MiB, output_hard=192 * MiB)
 
 
+class IntercodeSandboxConfig(BaseModel):
+    """The configuration of ``sandbox="intercode"``: which sandbox backend runs it."""
+
+    model_config = ConfigDict(frozen=True)  # Inspect hashes sandbox specs
+
+    backend: str = "bwrap"
+
+
+def backend_of(config: SandboxEnvironmentConfigType | None) -> str:
+    """The backend a sample's configuration names (bubblewrap without one).
+
+    Inspect turns a text configuration into a file path (relative to the task), so
+    ``intercode:docker`` arrives as ``<task dir>/docker``: a text whose last part names a
+    backend, with no such file, names that backend; any other text is refused."""
+    if config is None:
+        return "bwrap"
+    if isinstance(config, IntercodeSandboxConfig):
+        return require_backend(config.backend)
+    if isinstance(config, str):
+        name = posixpath.basename(config.rstrip("/"))
+        if not os.path.exists(config):
+            try:
+                return require_backend(name)
+            except ConfigError:
+                pass
+        raise ConfigError(f"sandbox 'intercode' takes a backend name ({', '.join(BACKENDS)})"
+                          f" or IntercodeSandboxConfig, not {config!r}")
+    raise ConfigError(f"sandbox 'intercode' takes IntercodeSandboxConfig, not "
+                      f"{type(config).__name__}")
+
+
 @sandboxenv(name="intercode")
 class IntercodeSandboxEnvironment(SandboxEnvironment):
-    """One sample's bubblewrap sandbox (``default``)."""
+    """One sample's sandbox (``default``)."""
+
+    @classmethod
+    def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
+        """The configuration model back from its dict (Inspect's logs store it so)."""
+        return IntercodeSandboxConfig(**config)
 
     def __init__(self, box: Sandbox, home: str) -> None:
         super().__init__()
@@ -64,7 +107,7 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
                           metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
         """A started sandbox with an empty task tree."""
         layout = Layout()
-        box = create_sandbox("bwrap", sandbox_limits(), layout)
+        box = create_sandbox(backend_of(config), sandbox_limits(), layout)
         await blocking(box.start)
         try:
             await blocking(box.load, FileTree.of([]))

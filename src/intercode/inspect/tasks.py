@@ -15,6 +15,7 @@ from intercode.inspect.episode import POOL
 from intercode.inspect.running import Setup
 from intercode.inspect.scorer import intercode_scorer
 from intercode.inspect.solvers import STRATEGIES, react_agent, try_again
+from intercode.sandbox import require_backend
 
 log = logging.getLogger(__name__)
 
@@ -64,54 +65,61 @@ def samples(setup: Setup, tasks: list[int] | None = None) -> tuple[list[Sample],
 
 def intercode_task(env: str, dataset: str | None = None, strategy: str = "try_again",
                    turns: int = 10, tasks: str | int | list[int] | None = None,
-                   sql_backend: str = "sqlite", network: bool = False) -> Task:
-    """An Inspect task of benchmark ``env``: one sample per task of ``dataset``."""
+                   sql_backend: str = "sqlite", network: bool = False,
+                   sandbox: str = "bwrap") -> Task:
+    """An Inspect task of benchmark ``env``: one sample per task of ``dataset``, its
+    episodes in ``sandbox`` (the sandbox backend: ``bwrap`` or ``docker``)."""
     benchmark = get(env)
     dataset = dataset or benchmark.default_dataset
     if strategy not in STRATEGIES:
         raise ConfigError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
     if turns < 1:
         raise ConfigError(f"turns must be at least 1, got {turns}")
-    setup = Setup(env, dataset, sql_backend, network)
+    setup = Setup(env, dataset, sql_backend, network, require_backend(sandbox))
     found, skipped = samples(setup, task_indices(tasks))
     if skipped:
         log.warning("intercode/%s: %d task(s) of %s cannot run here and are left out "
                     "(e.g. task %d: %s)", env, len(skipped), dataset, next(iter(skipped)),
                     next(iter(skipped.values())))
     make = try_again if strategy == "try_again" else react_agent
-    solver = make(env, dataset, turns=turns, sql_backend=sql_backend, network=network)
+    solver = make(env, dataset, turns=turns, sql_backend=sql_backend, network=network,
+                  sandbox=sandbox)
     return Task(dataset=MemoryDataset(found, name=dataset), solver=solver,
                 scorer=intercode_scorer(), name=f"intercode/{env}",
                 message_limit=None if strategy == "try_again" else 4 * turns + 8,
                 metadata={"intercode": {"env": env, "dataset": dataset, "strategy": strategy,
                                         "turns": turns, "sql_backend": sql_backend,
-                                        "network": network,
+                                        "network": network, "sandbox": sandbox,
                                         "skipped": {str(k): v for k, v in skipped.items()}}})
 
 
 @task(name="bash")
 def bash(dataset: str = "nl2bash", strategy: str = "try_again", turns: int = 10,
-         tasks: str | int | list[int] | None = None) -> Task:
+         tasks: str | int | list[int] | None = None, sandbox: str = "bwrap") -> Task:
     """InterCode-Bash (NL2Bash on prepared file systems)."""
-    return intercode_task("bash", dataset, strategy, turns, tasks)
+    return intercode_task("bash", dataset, strategy, turns, tasks, sandbox=sandbox)
 
 
 @task(name="sql")
 def sql(dataset: str = "spider-dev", strategy: str = "try_again", turns: int = 10,
-        tasks: str | int | list[int] | None = None, backend: str = "sqlite") -> Task:
+        tasks: str | int | list[int] | None = None, backend: str = "sqlite",
+        sandbox: str = "bwrap") -> Task:
     """InterCode-SQL (Spider dev; ``backend``: sqlite or mysql)."""
-    return intercode_task("sql", dataset, strategy, turns, tasks, sql_backend=backend)
+    return intercode_task("sql", dataset, strategy, turns, tasks, sql_backend=backend,
+                          sandbox=sandbox)
 
 
 @task(name="python")
 def python(dataset: str = "mbpp", strategy: str = "try_again", turns: int = 10,
-           tasks: str | int | list[int] | None = None) -> Task:
+           tasks: str | int | list[int] | None = None, sandbox: str = "bwrap") -> Task:
     """InterCode-Python (MBPP)."""
-    return intercode_task("python", dataset, strategy, turns, tasks)
+    return intercode_task("python", dataset, strategy, turns, tasks, sandbox=sandbox)
 
 
 @task(name="ctf")
 def ctf(dataset: str = "intercode-ctf", strategy: str = "try_again", turns: int = 10,
-        tasks: str | int | list[int] | None = None, network: bool = False) -> Task:
+        tasks: str | int | list[int] | None = None, network: bool = False,
+        sandbox: str = "bwrap") -> Task:
     """InterCode-CTF (picoCTF); tasks that need the network are left out without it."""
-    return intercode_task("ctf", dataset, strategy, turns, tasks, network=network)
+    return intercode_task("ctf", dataset, strategy, turns, tasks, network=network,
+                          sandbox=sandbox)
