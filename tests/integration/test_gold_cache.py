@@ -4,6 +4,7 @@ their pristine tree are never stored; the opt-outs store nothing; no sandbox see
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -29,6 +30,12 @@ def entries(root: Path) -> list[Path]:
     return sorted(root.rglob("*.json")) if root.is_dir() else []
 
 
+def resealed(body: dict) -> str:
+    """The checksum an entry with this body would carry (a forger knows the format)."""
+    return hashlib.sha256(gold_cache._canonical([body["payload"], body["confirmed"]])
+                          ).hexdigest()
+
+
 def scores(env: BashEnv, tasks) -> dict:
     out = {}
     for task in tasks:
@@ -41,8 +48,9 @@ def scores(env: BashEnv, tasks) -> dict:
 
 
 def test_rewards_are_the_same_with_and_without_the_cache(cache):
+    # (host-dependent ones race on /proc: their rewards may differ from run to run)
     skip = {i for i, issue in known_issues("nl2bash-fs1").items()
-            if issue.kind in gold_cache.UNCACHEABLE_KINDS}
+            if issue.kind in gold_cache.UNCACHEABLE_KINDS | gold_cache.CONFIRMED_KINDS}
     tasks = [t for t in TASKS if t not in skip]
     live, filling, cached = (BashEnv("nl2bash-fs1", gold_cache=False), BashEnv("nl2bash-fs1"),
                              BashEnv("nl2bash-fs1"))
@@ -77,8 +85,7 @@ def test_a_damaged_or_unsafe_entry_is_ignored_and_recomputed(cache, damage):
             path.write_text(json.dumps(body))
         elif damage == "group_writable":
             body["payload"]["changes"] = []
-            body["sha256"] = __import__("hashlib").sha256(gold_cache._canonical(
-                body["payload"])).hexdigest()
+            body["sha256"] = resealed(body)
             path.write_text(json.dumps(body))
             os.chmod(path, 0o664)
         else:
@@ -94,10 +101,15 @@ def test_a_damaged_or_unsafe_entry_is_ignored_and_recomputed(cache, damage):
         env.close()
 
 
-def test_known_issue_tasks_are_never_stored(cache):
-    issues = known_issues("nl2bash-fs1")
-    task = next(i for i, issue in issues.items() if issue.kind == "nondeterministic")
-    env = BashEnv("nl2bash-fs1")
+@pytest.mark.parametrize(("dataset", "kind"), [("nl2bash-fs1", "nondeterministic"),
+                                               ("nl2bash-fs3", "host_dependent")])
+def test_known_issue_tasks_are_never_stored(cache, dataset, kind):
+    """Nondeterministic (and time-dependent, network) tasks; host-dependent ones whose
+    gold does not score 1.0 against itself (fs3#26 lists mount times)."""
+    issues = known_issues(dataset)
+    task = next(i for i, issue in issues.items() if issue.kind == kind
+                and (kind != "host_dependent" or issue.gold_scores_one is None))
+    env = BashEnv(dataset)
     try:
         env.reset(options={"task": task})
         env.step(env.task.gold)
@@ -161,3 +173,71 @@ def test_warm_up_leaves_the_gold_sandbox_to_the_first_miss(cache):
     finally:
         env.close()
         live.close()
+
+
+HOST_DEPENDENT = 38  # fs1#38 reads the sandbox's /etc/networks (host-dependent, stable)
+
+
+def evaluate_gold(env: BashEnv, task: int) -> float:
+    env.reset(options={"task": task})
+    env.step(env.task.gold)
+    return env.evaluate().reward
+
+
+def test_a_host_dependent_gold_is_used_only_once_a_second_run_confirms_it(cache):
+    assert known_issues("nl2bash-fs1")[HOST_DEPENDENT].kind in gold_cache.CONFIRMED_KINDS
+    first, second, third = (BashEnv("nl2bash-fs1") for _ in range(3))
+    try:
+        assert evaluate_gold(first, HOST_DEPENDENT) == 1.0
+        (path,) = entries(cache)
+        assert json.loads(path.read_text())["confirmed"] is False  # a candidate
+        second.warm_up()
+        assert evaluate_gold(second, HOST_DEPENDENT) == 1.0
+        assert second._gold is not None  # the candidate was not used: the gold ran again
+        assert json.loads(path.read_text())["confirmed"] is True  # ... and agreed
+        third.warm_up()
+        assert evaluate_gold(third, HOST_DEPENDENT) == 1.0
+        assert third._gold is None  # confirmed: used, the gold's sandbox never started
+    finally:
+        for env in (first, second, third):
+            env.close()
+
+
+@pytest.mark.parametrize("forgery", ["flag_only", "other_result"])
+def test_a_candidate_is_not_confirmed_by_a_forger_or_by_a_different_run(cache, forgery):
+    env = BashEnv("nl2bash-fs1")
+    try:
+        assert evaluate_gold(env, HOST_DEPENDENT) == 1.0
+        (path,) = entries(cache)
+        body = json.loads(path.read_text())
+        if forgery == "flag_only":  # confirmed without the checksum that goes with it
+            body["confirmed"] = True
+        else:  # a sealed candidate that another (different) run of the gold left
+            body["payload"]["result"]["output"] += "something else\n"
+            body["sha256"] = resealed(body)
+        path.write_text(json.dumps(body))
+        again = BashEnv("nl2bash-fs1")
+        try:
+            again.warm_up()
+            assert evaluate_gold(again, HOST_DEPENDENT) == 1.0
+            assert again._gold is not None  # not used: the gold ran
+        finally:
+            again.close()
+        stored = json.loads(path.read_text())
+        # the forged flag was ignored (the file is rewritten as a candidate of this run);
+        # a different candidate is replaced by this run's result, still unconfirmed
+        assert stored["confirmed"] is False
+        assert "something else" not in stored["payload"]["result"]["output"]
+    finally:
+        env.close()
+
+
+def test_every_key_names_the_kernel(cache):
+    env = BashEnv("nl2bash-fs1")
+    try:
+        evaluate_gold(env, 44)
+        (path,) = entries(cache)
+        assert json.loads(path.read_text())["key"]["kernel"] == gold_cache.kernel_identity()
+        assert os.uname().release in gold_cache.kernel_identity()
+    finally:
+        env.close()

@@ -6,8 +6,13 @@ An entry is keyed by everything that decides it: the task (dataset, source, gold
 the digest of its file system), the root file system's identity, the sandbox's limits and
 layout, the action mode (upstream quirks), the backend and the in-sandbox code that runs
 and fingerprints it. It is never used for a task the known issues list as time-dependent,
-nondeterministic, host-dependent or needing the network, nor kept when the gold timed out
-or its fingerprints ran out of budget.
+nondeterministic or needing the network, nor kept when the gold timed out or its
+fingerprints ran out of budget. A host-dependent task's result depends on what the key
+also holds (the root file system, the limits, the kernel, which every key names) but may
+also race (``find /`` meeting processes that exit in ``/proc``): its entry is used only
+once two runs of the gold (each on a freshly loaded tree) gave the same result (the first is kept
+as a candidate, the second confirms it); a host-dependent task whose gold does not score
+1.0 against itself is never stored.
 
 Trust: entries live in the user cache (``INTERCODE_CACHE``/gold, a directory of the host
 user, mode 0700), which no sandbox mounts. An entry is read only if it is a regular file
@@ -22,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import platform
 import stat
 import tempfile
 from dataclasses import asdict, dataclass, fields
@@ -32,10 +38,11 @@ from typing import Any
 from intercode.sandbox.base import Change, ExecResult
 
 log = logging.getLogger(__name__)
-FORMAT = 1
+FORMAT = 2
 # known-issue kinds whose gold result is not a function of the task and the root fs
-UNCACHEABLE_KINDS = frozenset({"time_dependent", "nondeterministic", "host_dependent",
-                               "network"})
+UNCACHEABLE_KINDS = frozenset({"time_dependent", "nondeterministic", "network"})
+# kinds whose entries need a second, identical run of the gold before they are used
+CONFIRMED_KINDS = frozenset({"host_dependent"})
 _EXEC_TYPES: dict[str, tuple[type, ...]] = {
     "output": (str,), "exit_code": (int, type(None)), "timed_out": (bool,),
     "output_bytes": (int,), "output_truncated": (bool,), "shell_restarted": (bool,),
@@ -118,6 +125,13 @@ def rootfs_identity(root: Path) -> str:
     return digest.hexdigest()
 
 
+def kernel_identity() -> str:
+    """The kernel the sandboxes run on (``uname -r``, its build, the machine): what a
+    sandbox sees of the host beyond its root file system and its limits."""
+    uname = platform.uname()
+    return f"{uname.system} {uname.release} {uname.version} {uname.machine}"
+
+
 def key_digest(key: dict[str, Any]) -> str:
     """The file name of an entry: a digest of its canonical key."""
     return hashlib.sha256(_canonical(key)).hexdigest()
@@ -138,7 +152,17 @@ class GoldCache:
         return self.root / name[:2] / f"{name}.json"
 
     def get(self, key: dict[str, Any]) -> GoldResult | None:
-        """The entry of ``key``, or None (absent, unreadable, corrupt or not ours)."""
+        """The entry of ``key``, or None (absent, unconfirmed, unreadable, corrupt or not
+        ours)."""
+        found = self._read(key)
+        return found[0] if found is not None and found[1] else None
+
+    def candidate(self, key: dict[str, Any]) -> GoldResult | None:
+        """The entry of ``key`` whether confirmed or not (see :meth:`put`)."""
+        found = self._read(key)
+        return found[0] if found is not None else None
+
+    def _read(self, key: dict[str, Any]) -> tuple[GoldResult, bool] | None:
         path = self._path(key)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -161,14 +185,15 @@ class GoldCache:
             log.warning("gold cache: ignoring %s (corrupt or another key); recomputing", path)
         return entry
 
-    def put(self, key: dict[str, Any], entry: GoldResult) -> None:
-        """Store an entry (atomically; a failure to write only costs the next run time)."""
+    def put(self, key: dict[str, Any], entry: GoldResult, confirmed: bool = True) -> None:
+        """Store an entry (atomically; a failure to write only costs the next run time).
+        An unconfirmed one is only a candidate: :meth:`get` does not return it."""
         path = self._path(key)
         payload = {"result": {**asdict(entry.result), "notes": list(entry.result.notes)},
                    "changes": [[c.path, c.code] for c in entry.changes],
                    "hashes": dict(entry.hashes)}
-        body = {"format": FORMAT, "key": key, "payload": payload,
-                "sha256": hashlib.sha256(_canonical(payload)).hexdigest()}
+        body = {"format": FORMAT, "key": key, "payload": payload, "confirmed": confirmed,
+                "sha256": hashlib.sha256(_canonical([payload, confirmed])).hexdigest()}
         try:
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
             path.parent.mkdir(mode=0o700, exist_ok=True)
@@ -184,16 +209,19 @@ class GoldCache:
             log.warning("gold cache: could not write %s: %s", path, exc)
 
 
-def _decode(data: bytes, key: dict[str, Any]) -> GoldResult | None:
-    """An entry's content, if everything about it checks out."""
+def _decode(data: bytes, key: dict[str, Any]) -> tuple[GoldResult, bool] | None:
+    """An entry's content and whether it is confirmed, if everything about it checks
+    out."""
     try:
         body = json.loads(data)
         if not isinstance(body, dict) or body.get("format") != FORMAT:
             return None
         if _canonical(body.get("key")) != _canonical(key):
             return None
-        payload = body["payload"]
-        if hashlib.sha256(_canonical(payload)).hexdigest() != body.get("sha256"):
+        payload, confirmed = body["payload"], body.get("confirmed")
+        if not isinstance(confirmed, bool):
+            return None
+        if hashlib.sha256(_canonical([payload, confirmed])).hexdigest() != body.get("sha256"):
             return None
         raw = payload["result"]
         if set(raw) != {f.name for f in fields(ExecResult)}:
@@ -216,4 +244,4 @@ def _decode(data: bytes, key: dict[str, Any]) -> GoldResult | None:
             return None
     except (ValueError, TypeError, KeyError):
         return None
-    return GoldResult(result, tuple(changes), hashes)
+    return GoldResult(result, tuple(changes), hashes), confirmed
