@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from intercode.errors import RunAborted
+from intercode.errors import ConfigError, RunAborted
 from intercode.runner.ray_executor import RayExecutor
 from intercode.runner.run import RunConfig, execute
 from intercode.runner.worker import WorkerSpec
+from intercode.sandbox.rootfs import same_root
 
 NODES = 3  # the session's cluster (conftest.py): one CPU each
 
@@ -47,6 +48,36 @@ def test_gold_runs_give_the_local_records(ray_cluster, tmp_path, env, dataset, t
         {k: v for k, v in local.items() if k != "duration_s"}
     config = json.loads((tmp_path / "ray" / "config.json").read_text())
     assert config["executor"] == "ray"
+    # the root the actors' nodes mount is recorded, the same as the local run's
+    local_root = json.loads((tmp_path / "local" / "config.json").read_text())["rootfs"]
+    assert local_root is not None and config["rootfs"] is not None
+    assert same_root(local_root, config["rootfs"])
+
+
+def test_a_resumed_ray_run_keeps_its_root(ray_cluster, tmp_path):
+    out = tmp_path / "run"
+    execute(RunConfig(env="bash", dataset="bash-demo", agent="gold", tasks=(0,), workers=1,
+                      executor="ray", output=out), progress=False)
+    config = json.loads((out / "config.json").read_text())
+    config["rootfs"] = {**config["rootfs"], "identity": "0" * 64}  # made on another root
+    (out / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError, match="cannot resume: the run used the pinned root 0000"):
+        execute(RunConfig(env="bash", dataset="bash-demo", agent="gold", tasks=(0, 1),
+                          workers=1, executor="ray", output=out, resume=True), progress=False)
+    assert len(records(out)) == 1  # nothing ran on the other root
+
+
+def test_actors_on_two_roots_stop_the_run():
+    told = []
+    executor = RayExecutor(WorkerSpec(env="bash", dataset="bash-demo", agent="gold"), 2,
+                           on_root=told.append)
+    pinned = {"kind": "pinned", "path": "/a/root", "identity": "1" * 64}
+    executor._check_root(pinned, "node-a")
+    executor._check_root({**pinned, "path": "/b/root"}, "node-b")  # same identity: fine
+    assert told == [pinned]
+    for other in ({**pinned, "identity": "2" * 64}, {"kind": "host", "path": "/"}, None):
+        with pytest.raises(RunAborted, match="node node-c mounts another root file system"):
+            executor._check_root(other, "node-c")
 
 
 def write_slow_trajectories(path: Path, tasks: int, seconds: float) -> None:

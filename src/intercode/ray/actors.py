@@ -31,14 +31,17 @@ class EpisodeActor:
     def start(self) -> dict[str, Any]:
         """Check the node, build the policy and a warm environment: ``{"node": ...}``, or
         ``{"fatal": text}`` when this node cannot run the environment."""
+        from intercode.sandbox.rootfs import run_root
+
         try:
             check_node(self.spec.env, self.spec.settings.sandbox)
+            root = run_root(self.spec.env, self.spec.settings.sandbox)
             self.policy = make_policy(self.spec)
             self.env = make_env(self.spec)
             self.env.warm_up()
         except (IntercodeError, OSError) as exc:
             return {"fatal": node_failure(exc)}
-        return {"node": node_label(), "pid": os.getpid()}
+        return {"node": node_label(), "pid": os.getpid(), "rootfs": root}
 
     def run(self, index: int) -> dict[str, Any]:
         """One episode: ``{"record": ...}``, or ``{"fatal": text}`` (a refused API key, an

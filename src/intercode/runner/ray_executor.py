@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +28,8 @@ from intercode.runner.worker import WorkerSpec
 
 log = logging.getLogger(__name__)
 
-# the variables an actor needs from the driver's environment (the model's key)
-PASSED_ENV = ("OPENAI_BASE_URL",)
+# the variables an actor needs from the driver's environment (the model's key is added)
+PASSED_ENV = ("OPENAI_BASE_URL", "INTERCODE_ROOTFS")  # --rootfs sets the latter
 PIPELINE = 2  # tasks sent ahead to an actor (its next one waits there, not here)
 
 
@@ -61,11 +61,15 @@ class RayExecutor:
     ``address``: ``auto``, ``local``, ``ray://HOST:PORT``, ``HOST:PORT`` or None (Ray's
     choice). ``actor_options`` are passed to Ray's ``.options()`` (e.g. ``resources``).
     ``placement_timeout``: seconds to wait for a first actor when none is running.
+    ``on_root`` is told the root file system of the first actor that starts (what its node
+    mounts: ``config.json`` records it); an actor on another root stops the run, since
+    episodes on two roots are not one run.
     """
 
     def __init__(self, spec: WorkerSpec, workers: int, address: str | None = None, *,
                  retries: int = 2, cpus: float = 1.0, placement_timeout: float = 600.0,
-                 actor_options: dict[str, Any] | None = None) -> None:
+                 actor_options: dict[str, Any] | None = None,
+                 on_root: Callable[[dict[str, Any] | None], None] | None = None) -> None:
         self.spec = spec
         self.workers = max(1, workers)
         self.address = address
@@ -73,6 +77,9 @@ class RayExecutor:
         self.cpus = cpus
         self.placement_timeout = placement_timeout
         self.actor_options = dict(actor_options or {})
+        self.on_root = on_root
+        self.root: dict[str, Any] | None = None
+        self._root_known = False
         self._next_id = 0
         self._actors: list[_Actor] = []
         self._closing: list[Any] = []  # refs of close() calls
@@ -111,7 +118,7 @@ class RayExecutor:
 
     def _passed_env(self) -> tuple[str, ...]:
         if self.spec.model is None:
-            return ()
+            return PASSED_ENV
         return (self.spec.model.api_key_env, *PASSED_ENV)
 
     def _spawn(self, state: _State) -> None:
@@ -155,9 +162,26 @@ class RayExecutor:
             return
         if "fatal" in answer:
             raise RunAborted(answer["fatal"])
+        self._check_root(answer.get("rootfs"), str(answer.get("node", "")))
         actor.started, actor.node = None, str(answer.get("node", ""))
         actor.pid = int(answer.get("pid") or 0)
         state.live.append(actor)
+
+    def _check_root(self, root: dict[str, Any] | None, node: str) -> None:
+        """The first actor's root is the run's; any other actor's must be the same."""
+        from intercode.sandbox.rootfs import same_root
+
+        if not self._root_known:
+            self._root_known, self.root = True, root
+            if self.on_root is not None:
+                self.on_root(root)
+            return
+        if (root is None) != (self.root is None) or (
+                root is not None and self.root is not None and not same_root(self.root, root)):
+            raise RunAborted(f"Ray node {node} mounts another root file system "
+                             f"({_root_text(root)}) than the run's ({_root_text(self.root)}): "
+                             "build the same root on every node (`intercode image build`), "
+                             "or give every node the same --rootfs")
 
     def _finished(self, ray: Any, state: _State, actor: _Actor, ref: Any,
                   on_record: OnRecord) -> None:
@@ -274,3 +298,11 @@ def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     line = text.splitlines()[0] if text else ""
     return f"{type(exc).__name__}: {line}"[:500]
+
+
+def _root_text(root: dict[str, Any] | None) -> str:
+    if root is None:
+        return "none"
+    if root.get("kind") == "pinned":
+        return f"pinned {str(root.get('identity'))[:12]}"
+    return f"{root.get('kind')} {root.get('path')}"

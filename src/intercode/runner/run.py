@@ -123,10 +123,10 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     root: dict[str, Any] | None = None
     if backend is not None and cfg.executor == "local":
         preflight(backend)  # no bwrap: one line, and no run folder left behind
-        if backend == "bwrap":  # docker: the image holds the root (docs/docker.md)
-            # the root file system, built here once (not by each worker) if missing
-            root = rootfs.describe(rootfs.benchmark_root(cfg.env))
-    # (on Ray, each actor checks its own node as it starts, and builds its own root)
+        # the root file system, built here once (not by each worker) if missing
+        root = rootfs.run_root(cfg.env, backend)
+    # (on Ray, each actor checks its own node as it starts, builds its own root and says
+    # which it is: the run records it when the first actor has started)
     with RunFolder(cfg.output):
         return _run(cfg, dataset, tasks, progress, root)
 
@@ -217,6 +217,7 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
     messages = MessageTable(out / MESSAGES_FILE)
     config = _config_record(cfg, dataset.revision, tasks)
     config["rootfs"] = root
+    old_root = _recorded_root(out / "config.json")
     previous = _previous(cfg, results, config, len(dataset))
     messages.open_existing()
     save_json(out / "config.json", config)
@@ -241,8 +242,15 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
         elif cfg.executor == "ray":
             from intercode.runner.ray_executor import RayExecutor
 
-            RayExecutor(spec, cfg.workers, cfg.ray_address,
-                        cpus=cfg.ray_actor_cpus or 1.0).run(todo, on_record)
+            def on_root(node_root: dict[str, Any] | None) -> None:
+                # the cluster's root: a resumed run keeps its own; config.json records it
+                if previous and old_root is not None and node_root is not None:
+                    _refuse_other_root(old_root, node_root)
+                config["rootfs"] = node_root
+                save_json(out / "config.json", config)
+
+            RayExecutor(spec, cfg.workers, cfg.ray_address, cpus=cfg.ray_actor_cpus or 1.0,
+                        on_root=on_root).run(todo, on_record)
         else:
             LocalExecutor(spec, cfg.workers).run(todo, on_record)
     finally:
@@ -286,21 +294,28 @@ def _root_label(root: Any) -> str:
     return "the host's root" if root.get("kind") == "host" else f"the root {root.get('path')}"
 
 
-def _check_same_root(config_path: Path, root: dict[str, Any] | None) -> None:
-    """A resumed run keeps its root file system (a run from before roots were recorded
-    ran on the host's); episodes on two roots are not one run."""
-    if root is None:  # no sandbox, or on Ray (each node's own)
-        return
+def _recorded_root(config_path: Path) -> dict[str, Any] | None:
+    """The root an existing run recorded (a run from before roots were recorded ran on
+    the host's); None: no run there, no sandbox, or unreadable."""
     try:
         old = json.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return  # check_resumable has refused an unreadable one
-    before = old.get("rootfs", {"kind": "host", "path": "/"})
-    if before is None:
+        return None  # check_resumable refuses an unreadable one
+    before = old.get("rootfs", {"kind": "host", "path": "/"}) if isinstance(old, dict) else None
+    return before if isinstance(before, dict) else None
+
+
+def _check_same_root(config_path: Path, root: dict[str, Any] | None) -> None:
+    """A resumed run keeps its root file system; episodes on two roots are not one run."""
+    if root is None:  # no sandbox, or on Ray (checked when the first actor started)
         return
-    same = (before.get("identity") == root.get("identity") if root.get("kind") == "pinned"
-            else before.get("kind") == root.get("kind") and before.get("path") == root.get("path"))
-    if not same:
+    before = _recorded_root(config_path)
+    if before is not None:
+        _refuse_other_root(before, root)
+
+
+def _refuse_other_root(before: dict[str, Any], root: dict[str, Any]) -> None:
+    if not rootfs.same_root(before, root):
         hint = ("--rootfs host" if before.get("kind") == "host"
                 else f"--rootfs {before.get('path')} (if it is still there)")
         raise ConfigError(f"cannot resume: the run used {_root_label(before)}, now "

@@ -405,6 +405,25 @@ def benchmark_root(benchmark: str) -> Path:
     return default_root(spec.sandbox_profile, spec.sandbox_packages)
 
 
+def run_root(benchmark: str, sandbox: str) -> dict[str, Any] | None:
+    """What ``config.json`` records as the root of a run of ``benchmark`` on ``sandbox``
+    (built here if missing): bubblewrap mounts a root file system; without a sandbox, or on
+    docker (the image holds the root, docs/docker.md), None."""
+    from intercode.benchmarks import get
+
+    if get(benchmark).sandbox is None or sandbox != "bwrap":
+        return None
+    return describe(benchmark_root(benchmark))
+
+
+def same_root(before: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether two recorded roots are the same: a pinned root by its identity (its path
+    differs from machine to machine), the others by kind and path."""
+    if now.get("kind") == "pinned":
+        return before.get("kind") == "pinned" and before.get("identity") == now.get("identity")
+    return before.get("kind") == now.get("kind") and before.get("path") == now.get("path")
+
+
 def describe(root: Path) -> dict[str, Any]:
     """What ``config.json`` records of the root a run mounts: the kind (``pinned``,
     ``host``, ``directory``), its path and, for a pinned root, its identity and profile."""
