@@ -253,11 +253,19 @@ class BashEnv(IntercodeEnv):
                          "source_index": task.source_index,
                          "gold_sha256": hashlib.sha256(task.gold.encode()).hexdigest(),
                          "tree": task_fs(task).id},
-                "rootfs": gold_store.rootfs_identity(self.layout.rootfs),
+                "rootfs": self._root_identity(),
                 "layout": asdict(self.layout), "limits": asdict(self.limits),
                 "upstream_quirks": self.upstream_quirks, "backend": self.backend,
                 "ignored": list(IGNORED_NAMES), "sandbox_code": gold_store.sandbox_code_digest(),
                 "intercode": __version__}
+
+    def _root_identity(self) -> str:
+        """What the sandboxes' root is: the image a docker sandbox runs (by content),
+        else the root file system bubblewrap mounts."""
+        image_id = getattr(self._sandbox("agent"), "image_id", None)
+        if image_id:
+            return f"image:{image_id}"
+        return gold_store.rootfs_identity(self.layout.rootfs)
 
     def _store_gold(self, box: Sandbox, key: dict[str, Any], snapshot: BashSnapshot,
                     result: ExecResult) -> None:

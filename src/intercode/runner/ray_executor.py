@@ -29,7 +29,8 @@ from intercode.runner.worker import WorkerSpec
 log = logging.getLogger(__name__)
 
 # the variables an actor needs from the driver's environment (the model's key is added)
-PASSED_ENV = ("OPENAI_BASE_URL", "INTERCODE_ROOTFS")  # --rootfs sets the latter
+# (--rootfs and --image set the last two)
+PASSED_ENV = ("OPENAI_BASE_URL", "INTERCODE_ROOTFS", "INTERCODE_DOCKER_IMAGE")
 PIPELINE = 2  # tasks sent ahead to an actor (its next one waits there, not here)
 
 
@@ -305,4 +306,6 @@ def _root_text(root: dict[str, Any] | None) -> str:
         return "none"
     if root.get("kind") == "pinned":
         return f"pinned {str(root.get('identity'))[:12]}"
+    if root.get("kind") == "image":
+        return f"image {root.get('name')} {str(root.get('identity') or root.get('id'))[:19]}"
     return f"{root.get('kind')} {root.get('path')}"

@@ -291,6 +291,9 @@ def _root_label(root: Any) -> str:
         return "unknown"
     if root.get("kind") == "pinned":
         return f"the pinned root {str(root.get('identity'))[:12]}"
+    if root.get("kind") == "image":
+        made = f", the pinned root {str(root['identity'])[:12]}" if root.get("identity") else ""
+        return f"the image {root.get('name')} ({str(root.get('id'))[:19]}{made})"
     return "the host's root" if root.get("kind") == "host" else f"the root {root.get('path')}"
 
 
@@ -316,8 +319,12 @@ def _check_same_root(config_path: Path, root: dict[str, Any] | None) -> None:
 
 def _refuse_other_root(before: dict[str, Any], root: dict[str, Any]) -> None:
     if not rootfs.same_root(before, root):
-        hint = ("--rootfs host" if before.get("kind") == "host"
-                else f"--rootfs {before.get('path')} (if it is still there)")
+        if before.get("kind") == "image":
+            hint = f"--image {before.get('name')} (if it is still that image)"
+        elif before.get("kind") == "host":
+            hint = "--rootfs host"
+        else:
+            hint = f"--rootfs {before.get('path')} (if it is still there)"
         raise ConfigError(f"cannot resume: the run used {_root_label(before)}, now "
                           f"{_root_label(root)}; resume with {hint}, or use a new --output")
 

@@ -119,6 +119,22 @@ def default_image(profile: str = "base") -> str:
     return str(images.docker_image(profile))
 
 
+def describe_image(profile: str = "base") -> dict[str, Any]:
+    """What a run records of the image its sandboxes run (:func:`default_image`, built if
+    missing): its name, the engine's id and, for an image ``intercode image build`` made,
+    the identity of the pinned root it holds."""
+    from intercode.sandbox.images import LABEL
+
+    image = default_image(profile)
+    status, body = Engine().call("GET", f"/images/{image}/json")
+    if status != 200 or not isinstance(body, dict):
+        raise SandboxUnavailableError(f"the Docker image {image!r} does not exist here: build "
+                                      "it (`intercode image build --docker`) or name another")
+    labels = (body.get("Config") or {}).get("Labels") or {}
+    return {"kind": "image", "name": image, "id": body.get("Id"),
+            "identity": labels.get(f"{LABEL}.rootfs.identity")}
+
+
 class DockerSandbox(BwrapSandbox):
     """A sandbox in a Docker container (see the module docstring)."""
 
@@ -148,6 +164,7 @@ class DockerSandbox(BwrapSandbox):
         if self.layout.network:
             raise ConfigError("the docker sandbox has no network mode yet (network=False only)")
         self.image = image or self.layout.image
+        self.image_id: str | None = None  # set at start (see start)
         self.profile = profile if profile != "base" else self.layout.image_profile
         try:
             self.cpus = float(cpus if cpus is not None
@@ -193,6 +210,11 @@ class DockerSandbox(BwrapSandbox):
             raise SandboxError(f"Docker engine: cannot create the sandbox container "
                                f"({status}): {message(reply)}")
         self._container = str(reply["Id"])
+        # the image the container was made from, by content (a tag can move): what the
+        # gold cache keys on (envs/gold_cache.py)
+        status, info = engine.call("GET", f"/containers/{self._container}/json")
+        self.image_id = str(info["Image"]) if status == 200 and isinstance(info, dict) \
+            and info.get("Image") else None
         sock, first = engine.attach(self._container)
         stream = self._stream = Stream(sock, first)
         engine.ok("POST", f"/containers/{self._container}/start")

@@ -407,12 +407,20 @@ def benchmark_root(benchmark: str) -> Path:
 
 def run_root(benchmark: str, sandbox: str) -> dict[str, Any] | None:
     """What ``config.json`` records as the root of a run of ``benchmark`` on ``sandbox``
-    (built here if missing): bubblewrap mounts a root file system; without a sandbox, or on
-    docker (the image holds the root, docs/docker.md), None."""
+    (built here if missing): the root file system bubblewrap mounts, or the image Docker
+    runs (``kind: image``: its name, id and the pinned root it was made from, if it was);
+    None without a sandbox."""
     from intercode.benchmarks import get
 
-    if get(benchmark).sandbox is None or sandbox != "bwrap":
+    spec = get(benchmark)
+    if spec.sandbox is None:
         return None
+    if sandbox == "docker":
+        from intercode.sandbox.docker import describe_image
+
+        return describe_image(spec.sandbox_profile)
+    if sandbox != "bwrap":
+        return None  # a plugin backend: its own business
     return describe(benchmark_root(benchmark))
 
 
@@ -421,6 +429,12 @@ def same_root(before: dict[str, Any], now: dict[str, Any]) -> bool:
     differs from machine to machine), the others by kind and path."""
     if now.get("kind") == "pinned":
         return before.get("kind") == "pinned" and before.get("identity") == now.get("identity")
+    if now.get("kind") == "image":  # made from the same pinned root, else the same image
+        if before.get("kind") != "image":
+            return False
+        if now.get("identity") or before.get("identity"):
+            return before.get("identity") == now.get("identity")
+        return before.get("id") == now.get("id")
     return before.get("kind") == now.get("kind") and before.get("path") == now.get("path")
 
 
