@@ -76,9 +76,15 @@ def wait_for(condition: Any, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+# the servers these tests start count two sandboxes per session: without the gold cache,
+# a session's environment starts the gold's sandbox with the agent's (with it, the gold's
+# starts only for a reward the cache does not hold)
+NO_GOLD_CACHE = {"INTERCODE_GOLD_CACHE": "0"}
+
+
 @contextmanager
 def http_server(*args: str, token: str | None = TOKEN) -> Iterator[HttpServer]:
-    env = dict(os.environ)
+    env = {**os.environ, **NO_GOLD_CACHE}
     if token is not None:
         env["MCP_TEST_TOKEN"] = token
         args = (*args, "--token-env", "MCP_TEST_TOKEN")
@@ -418,7 +424,7 @@ def test_an_idle_session_expires_with_a_clear_error(tight):
 
 
 KILLED_CLIENT = textwrap.dedent("""
-    import sys, anyio, httpx2
+    import os, sys, anyio, httpx2
     from mcp import Client, StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
 
@@ -428,7 +434,8 @@ KILLED_CLIENT = textwrap.dedent("""
                 timeout=httpx2.Timeout(30, read=60)))
         else:
             server = StdioServerParameters(command=sys.executable, args=[
-                "-m", "intercode", "serve", "mcp", "--env", "bash", "--dataset", "bash-demo"])
+                "-m", "intercode", "serve", "mcp", "--env", "bash", "--dataset", "bash-demo"],
+                env=dict(os.environ))  # (the SDK passes only a few variables by default)
         async with Client(server) as client:
             await client.call_tool("reset", {"task": 0})
             print("started", flush=True)
@@ -442,7 +449,7 @@ KILLED_CLIENT = textwrap.dedent("""
 def start_doomed_client(target: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, target],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=dict(os.environ))
+                            env={**os.environ, **NO_GOLD_CACHE})
     assert proc.stdout is not None
     assert proc.stdout.readline() == "started\n"
     time.sleep(1.0)  # `sleep 5` runs in the sandbox now
