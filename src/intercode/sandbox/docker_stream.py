@@ -13,6 +13,11 @@ Bytes the host has not read yet wait in memory, with a bound for the output (pas
 bubblewrap a full pipe would stop them). A status record reaches its pipe only after the
 output before it. While it sends, the host goes on reading, so a container that is
 writing cannot stall a large request.
+
+Each frame crosses the engine and the container's shim, so a step sends one write: the
+action, the arming of the freeze after it (the relay asks for the freeze when the
+action's status passes, see ``inbox/relay.py``) and the thaw held since the action
+began.
 """
 
 from __future__ import annotations
@@ -34,10 +39,11 @@ from intercode.sandbox.inbox.relay import (
     FROM_STATUS,
     HEAD,
     TO_ACTION,
+    TO_ARM,
     take_frames,
 )
 from intercode.sandbox.inbox.relay import TO_CTL as TO_CTL
-from intercode.sandbox.shellio import ShellIO
+from intercode.sandbox.shellio import THAW, ShellIO
 
 DOCKER_HEAD = struct.Struct(">BxxxI")  # the engine's stdout/stderr framing (no tty)
 STDOUT, STDERR = 1, 2
@@ -71,6 +77,8 @@ class Stream:
         self._sinks = {FROM_OUTPUT: output[1], FROM_STATUS: status[1]}
         self._pending = {ch: bytearray() for ch in self._sinks}
         self._docker = bytearray(first)
+        self._readbuf = bytearray(READ)
+        self._held = bytearray()  # control frames sent with the next frame
         self._mux = bytearray()
         self.dropped = 0
         self.ended = False
@@ -80,11 +88,28 @@ class Stream:
         """The descriptors closed with the sandbox."""
         return [self.output_r, self.status_r, *self._sinks.values()]
 
-    def send(self, channel: int, data: bytes | memoryview) -> None:
-        """Send a frame; read what arrives meanwhile (the container may be writing too)."""
-        self.send_raw(HEAD.pack(channel, len(data)) + bytes(data))
+    def hold(self, channel: int, data: bytes) -> None:
+        """Keep a frame to send with the next one (a ``thaw`` goes with its action)."""
+        self._held += HEAD.pack(channel, len(data))
+        self._held += data
 
-    def send_raw(self, data: bytes) -> None:
+    def send(self, channel: int, data: bytes | memoryview, arm: bytes = b"") -> None:
+        """Send a frame (after an ``arm`` frame, if given) and the held ones in one write;
+        read what arrives meanwhile (the container may be writing too).
+
+        An action goes before the held frames (its shell may start at once; a frozen
+        one continues when the thaw behind it comes); any other frame after them, so
+        that control frames keep their order."""
+        frame = bytearray()
+        if arm:
+            frame += HEAD.pack(TO_ARM, len(arm))
+            frame += arm
+        frame += HEAD.pack(channel, len(data))
+        frame += data
+        held, self._held = self._held, bytearray()
+        self.send_raw(frame + held if channel == TO_ACTION else held + frame)
+
+    def send_raw(self, data: bytes | bytearray) -> None:
         """Send bytes as they are (the boot code's, before the relay runs)."""
         view = memoryview(data)
         while view:
@@ -107,16 +132,16 @@ class Stream:
         """Take what the stream has now; pass output and status on to their pipes."""
         while not self.ended:
             try:
-                data = self.sock.recv(READ)
+                n = self.sock.recv_into(self._readbuf)  # no fresh megabyte per read
             except BlockingIOError:
                 break
             except OSError:
                 self._end()
                 break
-            if not data:
+            if not n:
                 self._end()
                 break
-            self._docker += data
+            self._docker += memoryview(self._readbuf)[:n]
             self._parse()
         self.flush()
 
@@ -245,6 +270,8 @@ class StreamShellIO(ShellIO):
                  **kwargs: Any) -> None:
         self.stream = stream
         self._wrapped: _Poller | None = None
+        self._armed = 0  # number of the freeze armed with the last action
+        self._ended_by_status = False  # whether that action's status came
         self._null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)  # no action pipe
         super().__init__(self._null, stream.output_r, stream.status_r, channel, *args,
                          **kwargs)
@@ -255,8 +282,19 @@ class StreamShellIO(ShellIO):
         return self._wrapped
 
     def write_action(self, data: memoryview) -> int:
-        self.stream.send(TO_ACTION, data)
+        arm = b""
+        if self.freeze:  # the relay asks for the freeze when the status passes
+            self._armed = self._freeze_n + 1
+            arm = f"{self._armed} {self.seq}".encode("ascii")
+        self._ended_by_status = False
+        self.stream.send(TO_ACTION, data, arm)
         return len(data)
+
+    def _send_thaw(self) -> None:
+        self.stream.hold(TO_CTL, proto.encode(THAW))
+
+    def _freeze_sent(self) -> bool:
+        return self._ended_by_status and self._armed == self._freeze_n
 
     def _read_all(self, fd: int, out: Any, limit: int | None = None) -> int:
         count = 0
@@ -267,7 +305,10 @@ class StreamShellIO(ShellIO):
 
     def _take_status(self) -> tuple[str, int, str] | None:
         self.stream.flush()
-        return super()._take_status()
+        status = super()._take_status()
+        if status is not None:
+            self._ended_by_status = True
+        return status
 
     def close(self) -> None:
         """Close the placeholder descriptor."""

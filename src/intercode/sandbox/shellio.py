@@ -117,8 +117,18 @@ class ShellIO:
         finally:
             if not self.channel.closed:  # nothing runs until the next action
                 self._freeze_n += 1
-                self.channel.send({"op": "freeze", "n": self._freeze_n})
+                if not self._freeze_sent():
+                    self.channel.send({"op": "freeze", "n": self._freeze_n})
                 self._maybe_frozen = True
+
+    def _freeze_sent(self) -> bool:
+        """Whether the freeze after the action that just ended (number ``_freeze_n``)
+        was asked already (a backend that arms it with the action overrides this)."""
+        return False
+
+    def _send_thaw(self) -> None:
+        """Ask for the thaw before the next action (a backend may send it with it)."""
+        self.channel.send(THAW)
 
     def _thaw(self) -> None:
         """Continue the processes stopped after the last action, if any were.
@@ -131,7 +141,7 @@ class ShellIO:
         self.channel.pump()
         done = [ev for ev in self.channel.take_events("frozen") if ev.get("n") == self._freeze_n]
         if not done or done[-1].get("stopped"):
-            self.channel.send(THAW)
+            self._send_thaw()
         self._maybe_frozen = False
 
     def _run(self, data: bytes, timeout: float, kind: str | None) -> ExecResult:
