@@ -19,8 +19,14 @@ sends an action with the thaw before it in one write. Every frame crosses the en
 and the container's shim (two hops and a copy each), so frames are what a step costs.
 For the same reason the freeze after an action is not a frame of its own: the host
 arms it with the action (``TO_ARM``: the freeze request's number and the action's
-token), and the relay hands the supervisor that ``freeze`` request itself when the
-action's status record passes through it (see ``StatusWatch``).
+token), and the relay makes that ``freeze`` request itself when the action's status
+record passes through it (see ``StatusWatch``). It holds the request for the
+supervisor's delay (``freezer.DELAY``) first: if the next action comes before (a
+replay, a benchmark), the freeze and the thaw that comes with that action cancel out
+and neither wakes the supervisor; any other control frame first releases it (with
+what is left of its delay), so the supervisor sees the order the host sent. A thaw is
+dropped only when the supervisor's last freeze request was followed by a thaw already
+(then it changes nothing); any other control frame counts as a possible freeze.
 """
 
 import ctypes
@@ -30,8 +36,9 @@ import select
 import struct
 import sys
 import threading
+import time
 
-from . import main, proto
+from . import freezer, main, proto
 
 HEAD = struct.Struct(">BI")
 TO_CTL, TO_ACTION, TO_ARM = 0, 1, 2  # host -> sandbox
@@ -43,6 +50,7 @@ DRAIN_LIMIT = 4 << 20  # output forwarded at most before a status record or cont
 PIPE_SIZE = 1 << 20
 READ = 1 << 20  # read from the stream at most at once (into a buffer kept for it)
 FLUSH_AT = 4 * CHUNK  # frames gathered for the stream written out past this size
+THAW = proto.encode({"op": "thaw"})  # the host's thaw frame (shellio.THAW)
 SWITCH_INTERVAL = 0.0002  # s: the relay thread waits at most this long for the supervisor
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
@@ -149,6 +157,8 @@ class Relay:
         self.watch = StatusWatch()
         self.next_freeze = None  # (number, token) armed for the next action frame
         self.freeze_n = None  # the freeze request's number for the armed action
+        self.held = None  # (number, when due) of a freeze request held back
+        self.thawed = True  # whether the supervisor's last freeze request was thawed since
         self.poller = select.poll()
         self.eof = False
 
@@ -159,7 +169,12 @@ class Relay:
         for fd in self.from_box:
             self.poller.register(fd, select.POLLIN)
         while True:
-            events = dict(self.poller.poll())
+            timeout = None
+            if self.held is not None:
+                timeout = max(0.0, (self.held[1] - time.monotonic()) * 1000.0)
+            events = dict(self.poller.poll(timeout))
+            if self.held is not None and time.monotonic() >= self.held[1]:
+                self._release_freeze()
             if self.output_fd in events:
                 self._forward(self.output_fd, OUTPUT_SLICE)
             for fd in events:
@@ -198,6 +213,15 @@ class Relay:
                 armed, self.next_freeze = self.next_freeze, None
                 self.freeze_n = armed and armed[0]
                 self.watch.arm(armed and armed[1])
+            elif channel == TO_CTL:
+                if payload == THAW:
+                    self.held = None  # a held freeze and the thaw after it cancel out
+                    if self.thawed:
+                        continue  # nothing frozen or about to be: the thaw changes nothing
+                    self.thawed = True
+                else:
+                    self._release_freeze()  # a held freeze goes before later requests
+                    self.thawed = False  # (it may be a freeze itself)
             fd = self.to_box.get(channel)
             if fd is not None:
                 self.pending[fd] += payload
@@ -211,12 +235,22 @@ class Relay:
             return None
         return int(number), token
 
-    def _freeze_now(self):
-        """Hand the supervisor the armed ``freeze`` request, as if the host had sent it
-        on reading the status (after any request the host sent before)."""
-        fd = self.to_box[TO_CTL]
-        self.pending[fd] += proto.encode({"op": "freeze", "n": self.freeze_n})
+    def _hold_freeze(self):
+        """The armed action's status passed: its ``freeze`` request, as if the host had
+        sent it on reading the status, is held for the supervisor's delay."""
+        self.held = (self.freeze_n, time.monotonic() + freezer.DELAY)
         self.freeze_n = None
+
+    def _release_freeze(self):
+        """Hand the supervisor the held ``freeze`` request, with what is left of its delay."""
+        if self.held is None:
+            return
+        n, due = self.held
+        self.held = None
+        self.thawed = False
+        fd = self.to_box[TO_CTL]
+        delay = max(0.0, due - time.monotonic())
+        self.pending[fd] += proto.encode({"op": "freeze", "n": n, "delay": delay})
         self._flush(fd)
 
     def _flush(self, fd):
@@ -248,9 +282,8 @@ class Relay:
             out += HEAD.pack(self.from_box[fd], len(data))
             out += data
             if fd == self.status_fd and self.watch.ended(data):
-                self._send_out()  # the status is on its way before the freeze is asked
-                self._freeze_now()
-            elif len(out) >= FLUSH_AT:
+                self._hold_freeze()
+            if len(out) >= FLUSH_AT:
                 self._send_out()
 
     def _send_out(self):
