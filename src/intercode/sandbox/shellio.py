@@ -85,6 +85,7 @@ class ShellIO:
         self.cwd = "/"
         self.shell_pid: int | None = None
         self._status = bytearray()
+        self._status_buf = bytearray(STATUS_CHUNK)
         self._reply: str | None = None
         self.freeze = freeze
         self._poller: select.poll | None = None
@@ -212,9 +213,8 @@ class ShellIO:
         """The current action's status record, once it has come. A record ``<seq>
         reply\n<text>`` before it is the reply to a request (kept, up to the output
         limit: a bigger one is dropped)."""
-        try:
-            chunk = os.read(self.status_r, STATUS_CHUNK)
-        except BlockingIOError:
+        chunk = self._read_status()
+        if chunk is None:
             return None
         buf = self._status
         start = len(buf)
@@ -238,6 +238,15 @@ class ShellIO:
         if result is None and len(buf) > self.limits.output + 4096:
             buf.clear()  # a reply over the limit (or garbage): dropped, not kept
         return result
+
+    def _read_status(self) -> bytes | memoryview | None:
+        """The status pipe's bytes available now (``None``: none yet). Read into a buffer
+        kept for it: a fresh megabyte per read cost an ``mmap`` and a ``munmap``."""
+        try:
+            n = os.readv(self.status_r, [self._status_buf])
+        except BlockingIOError:
+            return None
+        return memoryview(self._status_buf)[:n]
 
     def _read_all(self, fd: int, out: Output | None, limit: int | None = None) -> int:
         """Read what is available now; stop after ``limit`` bytes. Returns bytes read."""
