@@ -132,6 +132,8 @@ class Stream:
                 break
             self._docker += memoryview(self._readbuf)[:n]
             self._parse()
+            if n < len(self._readbuf):
+                break  # the socket had no more (no read just to hear "nothing")
 
     def _parse(self) -> None:
         for kind, payload in take_frames(self._docker, DOCKER_HEAD):

@@ -110,6 +110,7 @@ class ShellIO:
         if data is None:
             note = "the action contains a NUL character or unencodable text; it was not run"
             return ExecResult(output="", exit_code=None, notes=(note,), cwd=self.cwd)
+        self.channel.pump()  # once: a freeze's answer, notes, a dead shell since the last
         if not self.freeze:
             return self._run(data, timeout, kind)
         self._thaw()
@@ -135,11 +136,11 @@ class ShellIO:
         """Continue the processes stopped after the last action, if any were.
 
         The supervisor answers a freeze with a ``frozen`` event; until it has arrived,
-        a ``thaw`` is sent anyway (it is queued behind the freeze).
+        a ``thaw`` is sent anyway (it is queued behind the freeze). The channel was
+        pumped just before.
         """
         if not self._maybe_frozen:
             return
-        self.channel.pump()
         done = [ev for ev in self.channel.take_events("frozen") if ev.get("n") == self._freeze_n]
         if not done or done[-1].get("stopped"):
             self._send_thaw()
@@ -147,7 +148,6 @@ class ShellIO:
 
     def _run(self, data: bytes, timeout: float, kind: str | None) -> ExecResult:
         out = Output(self.limits.output)
-        self.channel.pump()  # once: the notes and a shell's death since the last action
         notes = [str(ev.get("text")) for ev in self.channel.take_events("note")]
         restarted = False
         if self._read_all(self.output_r, out) > self.limits.output_hard:

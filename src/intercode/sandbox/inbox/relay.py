@@ -285,6 +285,8 @@ class Relay:
                 self._hold_freeze()
             if len(out) >= FLUSH_AT:
                 self._send_out()
+            if len(data) < CHUNK:
+                return  # the pipe had no more (the poll reports what comes later)
 
     def _send_out(self):
         if self.out:
