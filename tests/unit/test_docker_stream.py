@@ -52,8 +52,9 @@ def test_frames_split_anywhere_reach_their_pipes_in_order():
     for i in range(len(data)):  # one byte at a time: every split point
         engine.send(data[i:i + 1])
         stream.receive()
-    assert bytes(stream.output) == b"hello world"
-    assert bytes(stream.status) == b"seq 0 /\0"
+    assert stream.take_status() == b""  # not before the output before it was read
+    assert stream.take_output() == b"hello world"
+    assert stream.take_status() == b"seq 0 /\0"
     assert [m for m, _ in stream.ctl_frames] == [{"ev": "note", "text": "x"}]
     assert bytes(stream.stderr) == b"an error\n"
     engine.close()
@@ -62,21 +63,31 @@ def test_frames_split_anywhere_reach_their_pipes_in_order():
     host.close()
 
 
-def test_the_output_before_a_status_is_there_with_it_and_a_flood_is_bounded():
+def test_a_status_waits_for_the_output_before_it_and_a_flood_is_bounded():
     host, engine = socket.socketpair()
     stream = Stream(host)
     big = b"x" * (BACKLOG[FROM_OUTPUT] + (4 << 20))
     sender = threading.Thread(target=lambda: engine.sendall(
         mux(FROM_OUTPUT, big) + mux(FROM_STATUS, b"done\0")))
     sender.start()
-    while not stream.status:  # nobody reads the output meanwhile
+    taken = 0
+    while sender.is_alive() or not stream.status:
         stream.receive()
+        if stream.status:
+            break
+        if stream.dropped:  # the host reads the output only once the flood was cut
+            taken += len(stream.take_output(1 << 20))
     sender.join()
-    assert bytes(stream.status) == b"done\0"
-    # when the status is there, all the output before it is too, or was counted dropped
-    assert len(stream.output) + stream.dropped == len(big)
-    assert len(stream.output) <= BACKLOG[FROM_OUTPUT]
+    # the status is readable only once all the output kept before it was read
+    assert stream.take_status() == b"done\0"
+    assert taken + stream.dropped == len(big)
     assert stream.dropped > 0  # the output nobody read was cut, not kept without bound
+    engine.sendall(mux(FROM_OUTPUT, b"after") + mux(FROM_STATUS, b"next\0"))
+    while not stream.output:
+        stream.receive()
+    assert stream.take_status() == b""  # the next status waits for "after" to be read
+    assert stream.take_output() == b"after"
+    assert stream.take_status() == b"next\0"
     engine.close()
     host.close()
 

@@ -11,9 +11,9 @@ back cost four system calls and a poll per step).
 
 Bytes the host has not read yet wait in memory, with a bound for the output (past
 :data:`BACKLOG` bytes it is dropped: it comes from the agent's processes, as on
-bubblewrap a full pipe would stop them). When a status record is there, so is the
-output before it (the relay sends them in that order). While it sends, the host goes on
-reading, so a container that is writing cannot stall a large request.
+bubblewrap a full pipe would stop them). A status record can be read only once the
+output before it was (the relay sends them in that order). While it sends, the host
+goes on reading, so a container that is writing cannot stall a large request.
 
 Each frame crosses the engine and the container's shim, so a step sends one write: the
 action, the arming of the freeze after it (the relay asks for the freeze when the
@@ -63,8 +63,11 @@ class Stream:
         self.ctl = proto.FrameBuffer()
         self.ctl_frames: list[tuple[dict[str, Any], bytes]] = []
         self.output = bytearray()  # the shell's output, not read yet
-        self.status = bytearray()  # its status records, not read yet
-        self._pending = {FROM_OUTPUT: self.output, FROM_STATUS: self.status}
+        self.status = bytearray()  # its status records whose output before was read
+        self._output_in = 0  # bytes of output kept so far
+        self._output_taken = 0  # bytes of output read so far
+        self._status_waiting: list[tuple[int, bytes]] = []  # (output before it, record)
+        self._status_bytes = 0  # in both
         self._docker = bytearray(first)
         self._readbuf = bytearray(READ)
         self._held = bytearray()  # control frames sent with the next frame
@@ -145,14 +148,45 @@ class Stream:
         for channel, chunk in take_frames(self._mux, HEAD):
             if channel == FROM_CTL:
                 self.ctl_frames.extend(self.ctl.feed(chunk))
-                continue
-            pending = self._pending.get(channel)
-            if pending is not None:
-                room = max(BACKLOG[channel] - len(pending), 0)
+            elif channel == FROM_OUTPUT:
+                room = max(BACKLOG[FROM_OUTPUT] - len(self.output), 0)
                 if room < len(chunk):
                     self.dropped += len(chunk) - room
                     chunk = chunk[:room]
-                pending += chunk
+                self.output += chunk
+                self._output_in += len(chunk)
+            elif channel == FROM_STATUS:
+                room = max(BACKLOG[FROM_STATUS] - self._status_bytes, 0)
+                chunk = chunk[:room]
+                self._status_bytes += len(chunk)
+                self._status_waiting.append((self._output_in, chunk))
+        self._release_status()
+
+    def take_output(self, limit: int | None = None) -> bytes:
+        """Remove and return the output received so far (at most ``limit`` bytes)."""
+        buf = self.output
+        n = len(buf) if limit is None else min(len(buf), limit)
+        data = bytes(buf[:n])
+        del buf[:n]
+        self._output_taken += n
+        if self._status_waiting:
+            self._release_status()
+        return data
+
+    def take_status(self) -> bytes:
+        """Remove and return the status records whose output before them was read."""
+        data = bytes(self.status)
+        self._status_bytes -= len(data)
+        del self.status[:]
+        return data
+
+    def _release_status(self) -> None:
+        """A status record becomes readable once the output before it was read (as on
+        bubblewrap, where it waits behind that output in the pipe: the output
+        after an action's status belongs to the next one)."""
+        waiting = self._status_waiting
+        while waiting and waiting[0][0] <= self._output_taken:
+            self.status += waiting.pop(0)[1]
 
     def _end(self) -> None:
         self.ended = True
@@ -289,24 +323,17 @@ class StreamShellIO(ShellIO):
     def _read_all(self, fd: int, out: Any, limit: int | None = None) -> int:
         """Take the output (or status) received so far, at most ``limit`` + 1 bytes."""
         if fd == self.output_r:
-            buf = self.stream.output
+            data = self.stream.take_output(None if limit is None else max(limit, 0) + 1)
         elif fd == self.status_r:
-            buf = self.stream.status
+            data = self.stream.take_status()
         else:
             return super()._read_all(fd, out, limit)
-        n = len(buf) if limit is None else min(len(buf), max(limit, 0) + 1)
-        if n and out is not None:
-            out.add(bytes(buf[:n]))
-        del buf[:n]
-        return n
+        if data and out is not None:
+            out.add(data)
+        return len(data)
 
     def _read_status(self) -> bytes | None:
-        buf = self.stream.status
-        if not buf:
-            return None
-        data = bytes(buf)
-        del buf[:]
-        return data
+        return self.stream.take_status() or None
 
     def _take_status(self) -> tuple[str, int, str] | None:
         status = super()._take_status()
