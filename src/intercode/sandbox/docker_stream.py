@@ -50,6 +50,7 @@ STDOUT, STDERR = 1, 2
 BACKLOG = {FROM_OUTPUT: 8 << 20, FROM_STATUS: 64 << 20}
 STDERR_KEEP = 1 << 16
 READ = 1 << 20
+THAW_FRAME = proto.encode(THAW)
 
 
 class Stream:
@@ -315,7 +316,7 @@ class StreamShellIO(ShellIO):
         return len(data)
 
     def _send_thaw(self) -> None:
-        self.stream.hold(TO_CTL, proto.encode(THAW))
+        self.stream.hold(TO_CTL, THAW_FRAME)
 
     def _freeze_sent(self) -> bool:
         return self._ended_by_status and self._armed == self._freeze_n
