@@ -157,3 +157,15 @@ def test_files_of_the_root_cannot_be_changed(box):
         assert r.output.splitlines()[0] == "top" and "refused" in r.output
         assert r.output.splitlines()[-1] == "top"
         assert sb.diff() == []
+
+
+def test_the_agents_output_is_not_logged_on_the_host(box):
+    """The engine's default log driver copies everything a container writes to its
+    stdout into a host file with no size bound: all the agent's output (the stream
+    carries it), a flood included, would fill the host's disk."""
+    r = box.run("head -c 3000000 /dev/zero | tr '\\0' x; echo")
+    assert r.output_bytes > 3_000_000
+    info = engine().ok("GET", f"/containers/{box._container}/json")
+    assert info["HostConfig"]["LogConfig"]["Type"] == "none"
+    log_path = info.get("LogPath") or ""
+    assert not log_path or not os.path.exists(log_path) or os.path.getsize(log_path) == 0

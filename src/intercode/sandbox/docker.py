@@ -258,6 +258,10 @@ class DockerSandbox(BwrapSandbox):
                 "PidsLimit": lim.processes + 16,
                 "NanoCpus": int(self.cpus * 1e9),
                 "AutoRemove": True,
+                # no log driver: the engine would copy everything the stream carries (the
+                # agent's output) into a host file without bound, and it costs each frame
+                # a JSON encoding and a write (attaching does not need a log)
+                "LogConfig": {"Type": "none", "Config": {}},
                 "Init": False,
                 "IpcMode": "private",
                 "Privileged": False,

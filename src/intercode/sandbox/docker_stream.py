@@ -4,20 +4,25 @@ The container's attached stream carries the supervisor's control channel and the
 shell's action, output and status pipes as frames (see ``inbox/relay.py``). The
 caller's own thread demultiplexes it whenever it waits (no thread of ours: a hand-off
 between threads cost more than the whole round trip to the container): control frames
-go to :class:`StreamChannel`, the shell's output and status into local pipes that
-:class:`StreamShellIO` reads as :class:`~intercode.sandbox.shellio.ShellIO` reads
-bubblewrap's.
+go to :class:`StreamChannel`, the shell's output and status into buffers in memory that
+:class:`StreamShellIO` takes from where :class:`~intercode.sandbox.shellio.ShellIO`
+reads bubblewrap's pipes (no local pipes: writing the bytes into one and reading them
+back cost four system calls and a poll per step).
 
 Bytes the host has not read yet wait in memory, with a bound for the output (past
 :data:`BACKLOG` bytes it is dropped: it comes from the agent's processes, as on
-bubblewrap a full pipe would stop them). A status record reaches its pipe only after the
-output before it. While it sends, the host goes on reading, so a container that is
-writing cannot stall a large request.
+bubblewrap a full pipe would stop them). A status record can be read only once the
+output before it was (the relay sends them in that order). While it sends, the host
+goes on reading, so a container that is writing cannot stall a large request.
+
+Each frame crosses the engine and the container's shim, so a step sends one write: the
+action, the arming of the freeze after it (the relay asks for the freeze when the
+action's status passes, see ``inbox/relay.py``) and the thaw held since the action
+began.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import select
 import socket
@@ -34,26 +39,18 @@ from intercode.sandbox.inbox.relay import (
     FROM_STATUS,
     HEAD,
     TO_ACTION,
+    TO_ARM,
     take_frames,
 )
 from intercode.sandbox.inbox.relay import TO_CTL as TO_CTL
-from intercode.sandbox.shellio import ShellIO
+from intercode.sandbox.shellio import THAW, ShellIO
 
 DOCKER_HEAD = struct.Struct(">BxxxI")  # the engine's stdout/stderr framing (no tty)
 STDOUT, STDERR = 1, 2
-PIPE_SIZE = 1 << 20
 BACKLOG = {FROM_OUTPUT: 8 << 20, FROM_STATUS: 64 << 20}
 STDERR_KEEP = 1 << 16
 READ = 1 << 20
-
-
-def _pipe() -> tuple[int, int]:
-    r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    try:
-        fcntl.fcntl(w, 1031, PIPE_SIZE)  # F_SETPIPE_SZ
-    except OSError:
-        pass
-    return r, w
+THAW_FRAME = proto.encode(THAW)
 
 
 class Stream:
@@ -66,25 +63,46 @@ class Stream:
         self.stderr = bytearray()  # the end of the container's stderr, for error messages
         self.ctl = proto.FrameBuffer()
         self.ctl_frames: list[tuple[dict[str, Any], bytes]] = []
-        output, status = _pipe(), _pipe()
-        self.output_r, self.status_r = output[0], status[0]
-        self._sinks = {FROM_OUTPUT: output[1], FROM_STATUS: status[1]}
-        self._pending = {ch: bytearray() for ch in self._sinks}
+        self.output = bytearray()  # the shell's output, not read yet
+        self.status = bytearray()  # its status records whose output before was read
+        self._output_in = 0  # bytes of output kept so far
+        self._output_taken = 0  # bytes of output read so far
+        self._status_waiting: list[tuple[int, bytes]] = []  # (output before it, record)
+        self._status_bytes = 0  # in both
         self._docker = bytearray(first)
+        self._readbuf = bytearray(READ)
+        self._held = bytearray()  # control frames sent with the next frame
         self._mux = bytearray()
         self.dropped = 0
         self.ended = False
         self._parse()
 
     def host_fds(self) -> list[int]:
-        """The descriptors closed with the sandbox."""
-        return [self.output_r, self.status_r, *self._sinks.values()]
+        """The descriptors closed with the sandbox (none but the socket)."""
+        return []
 
-    def send(self, channel: int, data: bytes | memoryview) -> None:
-        """Send a frame; read what arrives meanwhile (the container may be writing too)."""
-        self.send_raw(HEAD.pack(channel, len(data)) + bytes(data))
+    def hold(self, channel: int, data: bytes) -> None:
+        """Keep a frame to send with the next one (a ``thaw`` goes with its action)."""
+        self._held += HEAD.pack(channel, len(data))
+        self._held += data
 
-    def send_raw(self, data: bytes) -> None:
+    def send(self, channel: int, data: bytes | memoryview, arm: bytes = b"") -> None:
+        """Send a frame (after an ``arm`` frame, if given) and the held ones in one write;
+        read what arrives meanwhile (the container may be writing too).
+
+        An action goes before the held frames (its shell may start at once; a frozen
+        one continues when the thaw behind it comes); any other frame after them, so
+        that control frames keep their order."""
+        frame = bytearray()
+        if arm:
+            frame += HEAD.pack(TO_ARM, len(arm))
+            frame += arm
+        frame += HEAD.pack(channel, len(data))
+        frame += data
+        held, self._held = self._held, bytearray()
+        self.send_raw(frame + held if channel == TO_ACTION else held + frame)
+
+    def send_raw(self, data: bytes | bytearray) -> None:
         """Send bytes as they are (the boot code's, before the relay runs)."""
         view = memoryview(data)
         while view:
@@ -104,40 +122,22 @@ class Stream:
                 self.receive()
 
     def receive(self) -> None:
-        """Take what the stream has now; pass output and status on to their pipes."""
+        """Take what the stream has now into the buffers of its channels."""
         while not self.ended:
             try:
-                data = self.sock.recv(READ)
+                n = self.sock.recv_into(self._readbuf)  # no fresh megabyte per read
             except BlockingIOError:
                 break
             except OSError:
                 self._end()
                 break
-            if not data:
+            if not n:
                 self._end()
                 break
-            self._docker += data
+            self._docker += memoryview(self._readbuf)[:n]
             self._parse()
-        self.flush()
-
-    def flush(self) -> bool:
-        """Write waiting output (then status) into the pipes; whether any was written."""
-        wrote = self._write(FROM_OUTPUT)
-        if not self._pending[FROM_OUTPUT]:
-            wrote = self._write(FROM_STATUS) or wrote
-        return wrote
-
-    def _write(self, channel: int) -> bool:
-        pending = self._pending[channel]
-        wrote = False
-        while pending:
-            try:
-                n = os.write(self._sinks[channel], pending)
-            except BlockingIOError:
-                break
-            del pending[:n]
-            wrote = True
-        return wrote
+            if n < len(self._readbuf):
+                break  # the socket had no more (no read just to hear "nothing")
 
     def _parse(self) -> None:
         for kind, payload in take_frames(self._docker, DOCKER_HEAD):
@@ -149,14 +149,45 @@ class Stream:
         for channel, chunk in take_frames(self._mux, HEAD):
             if channel == FROM_CTL:
                 self.ctl_frames.extend(self.ctl.feed(chunk))
-                continue
-            pending = self._pending.get(channel)
-            if pending is not None:
-                room = max(BACKLOG[channel] - len(pending), 0)
+            elif channel == FROM_OUTPUT:
+                room = max(BACKLOG[FROM_OUTPUT] - len(self.output), 0)
                 if room < len(chunk):
                     self.dropped += len(chunk) - room
                     chunk = chunk[:room]
-                pending += chunk
+                self.output += chunk
+                self._output_in += len(chunk)
+            elif channel == FROM_STATUS:
+                room = max(BACKLOG[FROM_STATUS] - self._status_bytes, 0)
+                chunk = chunk[:room]
+                self._status_bytes += len(chunk)
+                self._status_waiting.append((self._output_in, chunk))
+        self._release_status()
+
+    def take_output(self, limit: int | None = None) -> bytes:
+        """Remove and return the output received so far (at most ``limit`` bytes)."""
+        buf = self.output
+        n = len(buf) if limit is None else min(len(buf), limit)
+        data = bytes(buf[:n])
+        del buf[:n]
+        self._output_taken += n
+        if self._status_waiting:
+            self._release_status()
+        return data
+
+    def take_status(self) -> bytes:
+        """Remove and return the status records whose output before them was read."""
+        data = bytes(self.status)
+        self._status_bytes -= len(data)
+        del self.status[:]
+        return data
+
+    def _release_status(self) -> None:
+        """A status record becomes readable once the output before it was read (as on
+        bubblewrap, where it waits behind that output in the pipe: the output
+        after an action's status belongs to the next one)."""
+        waiting = self._status_waiting
+        while waiting and waiting[0][0] <= self._output_taken:
+            self.status += waiting.pop(0)[1]
 
     def _end(self) -> None:
         self.ended = True
@@ -218,12 +249,15 @@ class StreamChannel(Channel):
 
 
 class _Poller:
-    """A poll object that also reports the socket while control frames wait in memory
-    (read from the socket while sending: the socket itself may have nothing more)."""
+    """The poll object of an action's wait: the output and the status are reported while
+    they wait in memory, the socket while control frames do (or the stream ended); it
+    blocks on the socket only, and takes what comes in."""
 
-    def __init__(self, stream: Stream, inner: select.poll) -> None:
-        self.stream = stream
-        self.inner = inner
+    def __init__(self, io: StreamShellIO) -> None:
+        self.stream = io.stream
+        self.output_fd, self.status_fd = io.output_r, io.status_r
+        self.inner = select.poll()
+        self.inner.register(self.stream.fd, select.POLLIN)
 
     def register(self, fd: int, events: int = select.POLLIN) -> None:
         self.inner.register(fd, events)
@@ -231,44 +265,84 @@ class _Poller:
     def unregister(self, fd: int) -> None:
         self.inner.unregister(fd)
 
+    def _ready(self) -> list[tuple[int, int]]:
+        stream, ready = self.stream, []
+        if stream.output:
+            ready.append((self.output_fd, select.POLLIN))
+        if stream.status:
+            ready.append((self.status_fd, select.POLLIN))
+        if stream.ctl_frames or stream.ended:
+            ready.append((stream.fd, select.POLLIN))
+        return ready
+
     def poll(self, timeout_ms: float | None = None) -> list[tuple[int, int]]:
-        if self.stream.ctl_frames or self.stream.ended:
-            return [(self.stream.fd, select.POLLIN)]
-        return self.inner.poll(timeout_ms)
+        ready = self._ready()
+        if ready:
+            return ready
+        if self.inner.poll(timeout_ms):
+            self.stream.receive()
+        return self._ready()  # nothing yet if only part of a frame came
 
 
 class StreamShellIO(ShellIO):
     """:class:`ShellIO` whose actions go over the stream, and whose output and status
-    pipes are refilled from it as they are read."""
+    are taken from the stream's buffers (its "pipes" are placeholder descriptors, which
+    the poller reports from memory)."""
 
     def __init__(self, stream: Stream, channel: StreamChannel, *args: Any,
                  **kwargs: Any) -> None:
         self.stream = stream
         self._wrapped: _Poller | None = None
-        self._null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)  # no action pipe
-        super().__init__(self._null, stream.output_r, stream.status_r, channel, *args,
-                         **kwargs)
+        self._armed = 0  # number of the freeze armed with the last action
+        self._ended_by_status = False  # whether that action's status came
+        # no pipes: three distinct descriptors stand for the action, output and status
+        self._placeholders = [os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+                              for _ in range(3)]
+        action, output, status = self._placeholders
+        super().__init__(action, output, status, channel, *args, **kwargs)
 
     def poller(self) -> Any:
         if self._wrapped is None:
-            self._wrapped = _Poller(self.stream, super().poller())
+            self._wrapped = _Poller(self)
         return self._wrapped
 
     def write_action(self, data: memoryview) -> int:
-        self.stream.send(TO_ACTION, data)
+        arm = b""
+        if self.freeze:  # the relay asks for the freeze when the status passes
+            self._armed = self._freeze_n + 1
+            arm = f"{self._armed} {self.seq}".encode("ascii")
+        self._ended_by_status = False
+        self.stream.send(TO_ACTION, data, arm)
         return len(data)
 
+    def _send_thaw(self) -> None:
+        self.stream.hold(TO_CTL, THAW_FRAME)
+
+    def _freeze_sent(self) -> bool:
+        return self._ended_by_status and self._armed == self._freeze_n
+
     def _read_all(self, fd: int, out: Any, limit: int | None = None) -> int:
-        count = 0
-        while True:
-            count += super()._read_all(fd, out, None if limit is None else limit - count)
-            if (limit is not None and count > limit) or not self.stream.flush():
-                return count
+        """Take the output (or status) received so far, at most ``limit`` + 1 bytes."""
+        if fd == self.output_r:
+            data = self.stream.take_output(None if limit is None else max(limit, 0) + 1)
+        elif fd == self.status_r:
+            data = self.stream.take_status()
+        else:
+            return super()._read_all(fd, out, limit)
+        if data and out is not None:
+            out.add(data)
+        return len(data)
+
+    def _read_status(self) -> bytes | None:
+        return self.stream.take_status() or None
 
     def _take_status(self) -> tuple[str, int, str] | None:
-        self.stream.flush()
-        return super()._take_status()
+        status = super()._take_status()
+        if status is not None:
+            self._ended_by_status = True
+        return status
 
     def close(self) -> None:
-        """Close the placeholder descriptor."""
-        os.close(self._null)
+        """Close the placeholder descriptors."""
+        for fd in self._placeholders:
+            os.close(fd)

@@ -85,6 +85,7 @@ class ShellIO:
         self.cwd = "/"
         self.shell_pid: int | None = None
         self._status = bytearray()
+        self._status_buf = bytearray(STATUS_CHUNK)
         self._reply: str | None = None
         self.freeze = freeze
         self._poller: select.poll | None = None
@@ -109,6 +110,7 @@ class ShellIO:
         if data is None:
             note = "the action contains a NUL character or unencodable text; it was not run"
             return ExecResult(output="", exit_code=None, notes=(note,), cwd=self.cwd)
+        self.channel.pump()  # once: a freeze's answer, notes, a dead shell since the last
         if not self.freeze:
             return self._run(data, timeout, kind)
         self._thaw()
@@ -117,26 +119,35 @@ class ShellIO:
         finally:
             if not self.channel.closed:  # nothing runs until the next action
                 self._freeze_n += 1
-                self.channel.send({"op": "freeze", "n": self._freeze_n})
+                if not self._freeze_sent():
+                    self.channel.send({"op": "freeze", "n": self._freeze_n})
                 self._maybe_frozen = True
+
+    def _freeze_sent(self) -> bool:
+        """Whether the freeze after the action that just ended (number ``_freeze_n``)
+        was asked already (a backend that arms it with the action overrides this)."""
+        return False
+
+    def _send_thaw(self) -> None:
+        """Ask for the thaw before the next action (a backend may send it with it)."""
+        self.channel.send(THAW)
 
     def _thaw(self) -> None:
         """Continue the processes stopped after the last action, if any were.
 
         The supervisor answers a freeze with a ``frozen`` event; until it has arrived,
-        a ``thaw`` is sent anyway (it is queued behind the freeze).
+        a ``thaw`` is sent anyway (it is queued behind the freeze). The channel was
+        pumped just before.
         """
         if not self._maybe_frozen:
             return
-        self.channel.pump()
         done = [ev for ev in self.channel.take_events("frozen") if ev.get("n") == self._freeze_n]
         if not done or done[-1].get("stopped"):
-            self.channel.send(THAW)
+            self._send_thaw()
         self._maybe_frozen = False
 
     def _run(self, data: bytes, timeout: float, kind: str | None) -> ExecResult:
         out = Output(self.limits.output)
-        self.channel.pump()  # once: the notes and a shell's death since the last action
         notes = [str(ev.get("text")) for ev in self.channel.take_events("note")]
         restarted = False
         if self._read_all(self.output_r, out) > self.limits.output_hard:
@@ -202,9 +213,8 @@ class ShellIO:
         """The current action's status record, once it has come. A record ``<seq>
         reply\n<text>`` before it is the reply to a request (kept, up to the output
         limit: a bigger one is dropped)."""
-        try:
-            chunk = os.read(self.status_r, STATUS_CHUNK)
-        except BlockingIOError:
+        chunk = self._read_status()
+        if chunk is None:
             return None
         buf = self._status
         start = len(buf)
@@ -228,6 +238,15 @@ class ShellIO:
         if result is None and len(buf) > self.limits.output + 4096:
             buf.clear()  # a reply over the limit (or garbage): dropped, not kept
         return result
+
+    def _read_status(self) -> bytes | memoryview | None:
+        """The status pipe's bytes available now (``None``: none yet). Read into a buffer
+        kept for it: a fresh megabyte per read cost an ``mmap`` and a ``munmap``."""
+        try:
+            n = os.readv(self.status_r, [self._status_buf])
+        except BlockingIOError:
+            return None
+        return memoryview(self._status_buf)[:n]
 
     def _read_all(self, fd: int, out: Output | None, limit: int | None = None) -> int:
         """Read what is available now; stop after ``limit`` bytes. Returns bytes read."""

@@ -36,7 +36,11 @@ class Freezer:
     def request(self, msg):
         """Handle a ``freeze`` or ``thaw`` request."""
         if msg.get("op") == "freeze":
-            self.freeze_at = time.monotonic() + DELAY
+            # ``delay``: what is left of it when the request was held on the way (the
+            # docker relay holds the freeze after an action, see relay.py)
+            delay = msg.get("delay", DELAY)
+            self.freeze_at = time.monotonic() + (
+                min(max(float(delay), 0.0), DELAY) if isinstance(delay, (int, float)) else DELAY)
             self.freeze_n = msg.get("n")
         else:
             self.freeze_at = None

@@ -12,6 +12,21 @@ user, can neither signal it nor trace it (see ``main``). It never blocks on a pi
 towards the supervisor or the shell (it buffers), so a request that the supervisor
 has not read yet cannot hold up a reply. Output is forwarded before any status record
 or control frame read after it, so a status never overtakes the output it ends.
+
+A step costs one write each way where it can: the frames a round of the relay forwards
+go out in one write (the output and the status of an action together), and the host
+sends an action with the thaw before it in one write. Every frame crosses the engine
+and the container's shim (two hops and a copy each), so frames are what a step costs.
+For the same reason the freeze after an action is not a frame of its own: the host
+arms it with the action (``TO_ARM``: the freeze request's number and the action's
+token), and the relay makes that ``freeze`` request itself when the action's status
+record passes through it (see ``StatusWatch``). It holds the request for the
+supervisor's delay (``freezer.DELAY``) first: if the next action comes before (a
+replay, a benchmark), the freeze and the thaw that comes with that action cancel out
+and neither wakes the supervisor; any other control frame first releases it (with
+what is left of its delay), so the supervisor sees the order the host sent. A thaw is
+dropped only when the supervisor's last freeze request was followed by a thaw already
+(then it changes nothing); any other control frame counts as a possible freeze.
 """
 
 import ctypes
@@ -21,17 +36,21 @@ import select
 import struct
 import sys
 import threading
+import time
 
-from . import main, proto
+from . import freezer, main, proto
 
 HEAD = struct.Struct(">BI")
-TO_CTL, TO_ACTION = 0, 1  # host -> sandbox
+TO_CTL, TO_ACTION, TO_ARM = 0, 1, 2  # host -> sandbox
 FROM_CTL, FROM_OUTPUT, FROM_STATUS = 0, 1, 2  # sandbox -> host
 FIRST_FD = 64  # above the shell's fixed descriptors (see bwrap.FIRST_PASSED_FD)
 CHUNK = 1 << 16
 OUTPUT_SLICE = 4 * CHUNK  # output forwarded in one round (then the other pipes get a turn)
 DRAIN_LIMIT = 4 << 20  # output forwarded at most before a status record or control frame
 PIPE_SIZE = 1 << 20
+READ = 1 << 20  # read from the stream at most at once (into a buffer kept for it)
+FLUSH_AT = 4 * CHUNK  # frames gathered for the stream written out past this size
+THAW = proto.encode({"op": "thaw"})  # the host's thaw frame (shellio.THAW)
 SWITCH_INTERVAL = 0.0002  # s: the relay thread waits at most this long for the supervisor
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
@@ -83,6 +102,44 @@ def install_seccomp(program):
         raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
 
 
+class StatusWatch:
+    """Finds the status record of the armed action in the status pipe's bytes.
+
+    Records end with a NUL; the action's own begins with its token and a space (a
+    ``<token> reply`` record, a request's reply, does not end it). Only the start of
+    each record is kept.
+    """
+
+    def __init__(self):
+        self.token = None  # b"<token> " of the armed action, or None
+        self.head = bytearray()  # the start of the record being read
+
+    def arm(self, token):
+        self.token = token + b" " if token else None
+        self.head = bytearray()
+
+    def ended(self, data):
+        """Whether ``data`` (the next bytes of the status pipe) completes the armed
+        action's status record (the watch is disarmed then)."""
+        token = self.token
+        if token is None:
+            return False
+        keep = len(token) + 6  # b"reply\n"
+        head, pos = self.head, 0
+        while True:
+            end = data.find(b"\0", pos)
+            room = keep - len(head)
+            if room > 0:
+                head += data[pos:min(len(data) if end < 0 else end, pos + room)]
+            if end < 0:
+                return False
+            if head.startswith(token) and not head.startswith(token + b"reply\n"):
+                self.arm(None)
+                return True
+            del head[:]
+            pos = end + 1
+
+
 class Relay:
     """Copies frames of the stream to the pipes and the pipes' bytes to the stream."""
 
@@ -92,8 +149,16 @@ class Relay:
         self.to_box = to_box  # channel -> write end of a pipe into the sandbox
         self.from_box = from_box  # read end of a pipe out of the sandbox -> channel
         self.output_fd = next(fd for fd, ch in from_box.items() if ch == FROM_OUTPUT)
+        self.status_fd = next(fd for fd, ch in from_box.items() if ch == FROM_STATUS)
         self.pending = {fd: bytearray() for fd in to_box.values()}
         self.inbuf = bytearray()
+        self.readbuf = bytearray(READ)
+        self.out = bytearray()  # frames for the stream, written once per round
+        self.watch = StatusWatch()
+        self.next_freeze = None  # (number, token) armed for the next action frame
+        self.freeze_n = None  # the freeze request's number for the armed action
+        self.held = None  # (number, when due) of a freeze request held back
+        self.thawed = True  # whether the supervisor's last freeze request was thawed since
         self.poller = select.poll()
         self.eof = False
 
@@ -104,7 +169,12 @@ class Relay:
         for fd in self.from_box:
             self.poller.register(fd, select.POLLIN)
         while True:
-            events = dict(self.poller.poll())
+            timeout = None
+            if self.held is not None:
+                timeout = max(0.0, (self.held[1] - time.monotonic()) * 1000.0)
+            events = dict(self.poller.poll(timeout))
+            if self.held is not None and time.monotonic() >= self.held[1]:
+                self._release_freeze()
             if self.output_fd in events:
                 self._forward(self.output_fd, OUTPUT_SLICE)
             for fd in events:
@@ -117,6 +187,7 @@ class Relay:
                     # (bounded: a flood from the background must not hold a reply up)
                     self._forward(self.output_fd, DRAIN_LIMIT)
                     self._forward(fd, 1 << 62)
+            self._send_out()
             if self.eof and not self.pending[self.to_box[TO_CTL]]:
                 for fd in self.to_box.values():
                     os.close(fd)  # the supervisor sees the end of its channel and exits
@@ -124,20 +195,63 @@ class Relay:
 
     def _take_stream(self):
         try:
-            data = os.read(self.stream_in, 1 << 20)
+            # into a buffer kept for it: a fresh megabyte per read costs an mmap
+            n = os.readv(self.stream_in, [self.readbuf])
         except BlockingIOError:
             return
-        if not data:
+        if not n:
             self.eof = True
             self.poller.unregister(self.stream_in)
             return
         buf = self.inbuf
-        buf += data
+        buf += memoryview(self.readbuf)[:n]
         for channel, payload in take_frames(buf, HEAD):
+            if channel == TO_ARM:
+                self.next_freeze = self._armed(payload)
+                continue
+            if channel == TO_ACTION:  # each action arms its own freeze, or none
+                armed, self.next_freeze = self.next_freeze, None
+                self.freeze_n = armed and armed[0]
+                self.watch.arm(armed and armed[1])
+            elif channel == TO_CTL:
+                if payload == THAW:
+                    self.held = None  # a held freeze and the thaw after it cancel out
+                    if self.thawed:
+                        continue  # nothing frozen or about to be: the thaw changes nothing
+                    self.thawed = True
+                else:
+                    self._release_freeze()  # a held freeze goes before later requests
+                    self.thawed = False  # (it may be a freeze itself)
             fd = self.to_box.get(channel)
             if fd is not None:
                 self.pending[fd] += payload
                 self._flush(fd)
+
+    @staticmethod
+    def _armed(payload):
+        """``(number, token)`` of a ``TO_ARM`` frame (``<number> <token>``), or None."""
+        number, _, token = payload.partition(b" ")
+        if not number.isdigit() or not token or b"\0" in token:
+            return None
+        return int(number), token
+
+    def _hold_freeze(self):
+        """The armed action's status passed: its ``freeze`` request, as if the host had
+        sent it on reading the status, is held for the supervisor's delay."""
+        self.held = (self.freeze_n, time.monotonic() + freezer.DELAY)
+        self.freeze_n = None
+
+    def _release_freeze(self):
+        """Hand the supervisor the held ``freeze`` request, with what is left of its delay."""
+        if self.held is None:
+            return
+        n, due = self.held
+        self.held = None
+        self.thawed = False
+        fd = self.to_box[TO_CTL]
+        delay = max(0.0, due - time.monotonic())
+        self.pending[fd] += proto.encode({"op": "freeze", "n": n, "delay": delay})
+        self._flush(fd)
 
     def _flush(self, fd):
         pending = self.pending[fd]
@@ -164,7 +278,20 @@ class Relay:
                 self.poller.unregister(fd)
                 return
             sent += len(data)
-            proto.write_all(self.stream_out, HEAD.pack(self.from_box[fd], len(data)) + data)
+            out = self.out
+            out += HEAD.pack(self.from_box[fd], len(data))
+            out += data
+            if fd == self.status_fd and self.watch.ended(data):
+                self._hold_freeze()
+            if len(out) >= FLUSH_AT:
+                self._send_out()
+            if len(data) < CHUNK:
+                return  # the pipe had no more (the poll reports what comes later)
+
+    def _send_out(self):
+        if self.out:
+            proto.write_all(self.stream_out, self.out)
+            del self.out[:]
 
 
 def _write_blocking(fd, data):
