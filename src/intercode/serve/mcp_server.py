@@ -29,7 +29,6 @@ tracebacks stay in the server's log. An unknown tool is a JSON-RPC error
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
@@ -37,7 +36,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -60,6 +58,7 @@ from intercode.serve.sessions import (
     SessionPool,
     UnknownSession,
 )
+from intercode.serve.workers import Workers
 
 log = logging.getLogger(__name__)
 
@@ -226,8 +225,7 @@ class McpService:
         self.params = _params(config.env)
         self.tasks = len(load_dataset(config.dataset, config.env))
         # threads that outlive every sandbox they start (see the module docstring)
-        self.executor = ThreadPoolExecutor(max_workers=2 * config.max_sessions + 4,
-                                           thread_name_prefix="intercode-serve")
+        self.workers = Workers(2 * config.max_sessions + 4)
         self.bound: dict[str, Session] = {}  # client session key -> pool session
         self.server = self._build_server()
 
@@ -235,8 +233,7 @@ class McpService:
 
     async def run(self, call: Callable[..., T], *args: Any) -> T:
         """``call(*args)`` in one of the server's worker threads."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, call, *args)
+        return await self.workers.run(call, *args)
 
     async def start(self) -> None:
         """Build one environment now (a bad configuration fails before serving); it stays
@@ -259,7 +256,7 @@ class McpService:
         if not done.wait(wait):
             log.warning("sessions still busy after %.0f s; leaving them to die with the server",
                         wait)
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.workers.shutdown()
 
     # -- client sessions -------------------------------------------------------------------
 
