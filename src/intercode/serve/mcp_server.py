@@ -18,7 +18,9 @@ Environment calls block, so they run in worker threads, but not anyio's
 thread), and anyio stops a worker thread idle for ten seconds when a later call finds
 it, which would kill the warm sandboxes it had started. The server keeps its own
 threads, which live as long as it does, and makes every environment call (and so starts
-every environment) there.
+every environment) there. A session's calls take turns on the event loop before they get
+a thread, so one session holds at most one thread: a client sending many calls at once
+cannot take every thread and stall the other sessions.
 
 Tool failures are tool results with ``isError`` and one line, ``<code>: <message>``
 (``busy``, ``unknown_session``, ``no_episode``, ``infrastructure``, ``bad_request``,
@@ -29,12 +31,14 @@ tracebacks stay in the server's log. An unknown tool is a JSON-RPC error
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -227,6 +231,9 @@ class McpService:
         # threads that outlive every sandbox they start (see the module docstring)
         self.workers = Workers(2 * config.max_sessions + 4)
         self.bound: dict[str, Session] = {}  # client session key -> pool session
+        # each pool session's turn (forgotten with the session)
+        self.turns: weakref.WeakKeyDictionary[Session, asyncio.Lock] = (
+            weakref.WeakKeyDictionary())
         self.server = self._build_server()
 
     # -- threads ---------------------------------------------------------------------------
@@ -315,20 +322,33 @@ class McpService:
     # -- requests --------------------------------------------------------------------------
 
     async def call(self, key: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Run ``tool`` for the client session ``key``."""
+        """Run ``tool`` for the client session ``key``, after the session's earlier calls
+        (they wait for their turn here, on the event loop, not in a worker thread)."""
         if tool == "reset":
             session = self.bound.get(key)
             if session is None or session.closed:
                 session = self.pool.open()  # Busy past max_sessions; never blocks
                 self.bound[key] = session
-            result = await self.run(session.reset, args.get("task"), args.get("seed"))
-            return {**result, "tasks": self.tasks}
-        session = self._session(key)
-        if tool == "execute":
-            return await self.run(session.execute, args["code"])
-        if tool == "evaluate":
-            return await self.run(session.evaluate)
-        return await self.run(session.submit, args.get("answer"))
+        else:
+            session = self._session(key)
+        async with self._turn(session):
+            if tool == "reset":
+                result = await self.run(session.reset, args.get("task"), args.get("seed"))
+                return {**result, "tasks": self.tasks}
+            if tool == "execute":
+                return await self.run(session.execute, args["code"])
+            if tool == "evaluate":
+                return await self.run(session.evaluate)
+            return await self.run(session.submit, args.get("answer"))
+
+    def _turn(self, session: Session) -> asyncio.Lock:
+        """The lock a session's calls take in turn before a worker thread runs them: one
+        thread per session at most, so a client sending many calls at once cannot take
+        every worker thread and hold up the other sessions."""
+        turn = self.turns.get(session)
+        if turn is None:
+            turn = self.turns[session] = asyncio.Lock()
+        return turn
 
     async def call_tool(self, ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams
