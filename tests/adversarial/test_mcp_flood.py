@@ -140,3 +140,48 @@ def test_a_flood_of_calls_in_one_session_does_not_hold_up_another():
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_cancelling_a_running_call_does_not_let_the_next_one_take_a_thread():
+    """A client may cancel its requests (``notifications/cancelled`` cancels the handler).
+    A running environment call cannot be stopped, so the session's turn passes on only
+    when its thread is done with it: cancelling call after call cannot pile them up in
+    blocked worker threads either."""
+    from intercode.serve.mcp_server import McpService
+    from intercode.serve.sessions import ServeConfig
+
+    service = McpService(ServeConfig(env="bash", dataset="bash-demo", max_sessions=1), "http")
+
+    class Session:  # what the turn needs of a session: to be one (weakly referenced)
+        pass
+
+    session = Session()
+    gate = threading.Event()
+    first_running = threading.Event()
+    order: list[str] = []
+
+    def first() -> None:
+        first_running.set()
+        gate.wait(30)
+        order.append("first ended")
+
+    def second() -> None:
+        order.append("second started")
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(service._in_turn, session, first)
+            await anyio.to_thread.run_sync(first_running.wait, 30)
+            tg.cancel_scope.cancel()  # the first call's request is cancelled while it runs
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(service._in_turn, session, second)
+            await anyio.sleep(0.2)
+            assert order == []  # the first still runs in its thread: the second waits
+            gate.set()
+        assert order == ["first ended", "second started"]
+
+    try:
+        anyio.run(main)
+        assert service.workers.threads() == 1  # never a second thread for the session
+    finally:
+        service.shutdown()

@@ -107,3 +107,47 @@ def test_a_shut_down_pool_refuses_work():
     anyio.run(main)
     with pytest.raises(ValueError, match="at least 1"):
         Workers(0)
+
+
+def test_finished_comes_when_the_thread_is_done_not_when_the_waiter_gives_up():
+    workers = Workers(2)
+    gate = threading.Event()
+    started = threading.Event()
+    events: list[str] = []
+
+    def hold() -> str:
+        started.set()
+        gate.wait(30)
+        events.append("call ended")
+        return "late"
+
+    async def main() -> None:
+        running = anyio.Event()
+        future = workers.submit(hold, finished=lambda: (events.append("finished"),
+                                                        running.set()))
+        await anyio.to_thread.run_sync(started.wait, 30)
+        future.cancel()  # the waiter gives up while the call runs
+        await anyio.sleep(0.05)
+        assert events == []  # the thread is still busy with it: not finished
+        gate.set()
+        await running.wait()
+        # a call skipped because it was cancelled before it ran is finished too
+        skipped = anyio.Event()
+        gate.clear()
+        started.clear()
+        blocker = workers.submit(hold)
+        blocker2 = workers.submit(hold)  # both threads busy
+        await anyio.to_thread.run_sync(started.wait, 30)
+        queued = workers.submit(events.append, "must not run", finished=skipped.set)
+        queued.cancel()
+        gate.set()
+        await skipped.wait()
+        await blocker
+        await blocker2
+
+    try:
+        anyio.run(main)
+        assert events[:2] == ["call ended", "finished"]
+        assert "must not run" not in events
+    finally:
+        workers.shutdown()

@@ -331,15 +331,28 @@ class McpService:
                 self.bound[key] = session
         else:
             session = self._session(key)
-        async with self._turn(session):
-            if tool == "reset":
-                result = await self.run(session.reset, args.get("task"), args.get("seed"))
-                return {**result, "tasks": self.tasks}
-            if tool == "execute":
-                return await self.run(session.execute, args["code"])
-            if tool == "evaluate":
-                return await self.run(session.evaluate)
-            return await self.run(session.submit, args.get("answer"))
+        if tool == "reset":
+            result = await self._in_turn(session, session.reset, args.get("task"),
+                                         args.get("seed"))
+            return {**result, "tasks": self.tasks}
+        if tool == "execute":
+            return await self._in_turn(session, session.execute, args["code"])
+        if tool == "evaluate":
+            return await self._in_turn(session, session.evaluate)
+        return await self._in_turn(session, session.submit, args.get("answer"))
+
+    async def _in_turn(self, session: Session, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)`` in a worker thread once the session's earlier calls are done.
+        The turn passes on when the thread is done with the call, not when its request
+        is cancelled (a client cancelling its calls cannot pile them up in threads)."""
+        turn = self._turn(session)
+        await turn.acquire()
+        try:
+            future = self.workers.submit(call, *args, finished=turn.release)
+        except BaseException:
+            turn.release()
+            raise
+        return await future
 
     def _turn(self, session: Session) -> asyncio.Lock:
         """The lock a session's calls take in turn before a worker thread runs them: one

@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_Item = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+_Item = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any],
+              tuple[Any, ...], Callable[[], object] | None]
 
 
 class Workers:
@@ -52,6 +53,15 @@ class Workers:
         """``call(*args)`` in a worker thread; its result (or exception) here. Cancelled
         before a thread took it, the call does not run; once running, it runs to its
         end (its result is dropped)."""
+        return await self.submit(call, *args)
+
+    def submit(self, call: Callable[..., T], *args: Any,
+               finished: Callable[[], object] | None = None) -> asyncio.Future[T]:
+        """Queue ``call(*args)`` (on the running loop); the future of its result.
+        ``finished`` is called on the loop once a thread is done with the call (it ran,
+        or was skipped because the future had been cancelled), whether or not anyone
+        still waits: what the call holds is free then, not when a waiter gave up.
+        Raises (and queues nothing) once the pool is shut down."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         with self._lock:
@@ -62,10 +72,10 @@ class Workers:
             elif len(self._threads) < self.limit:
                 thread = threading.Thread(target=self._work, name=f"{self.name}_"
                                           f"{len(self._threads)}", daemon=True)
-                self._threads.append(thread)
                 thread.start()
-            self._queue.put((loop, future, call, args))
-        return await future
+                self._threads.append(thread)
+            self._queue.put((loop, future, call, args, finished))
+        return future
 
     def shutdown(self) -> None:
         """Let every thread end after its current call (queued calls do not run)."""
@@ -81,23 +91,25 @@ class Workers:
             item = get()
             if item is None:
                 return
-            loop, future, call, args = item
+            loop, future, call, args, finished = item
             if future.cancelled():  # the caller gave up before it ran
                 self._done()
+                _settle(loop, future, None, None, finished)
                 continue
             if self._closed:
                 self._done()
-                _settle(loop, future, None, RuntimeError("the server is shutting down"))
+                _settle(loop, future, None, RuntimeError("the server is shutting down"),
+                        finished)
                 continue
             try:
                 result = call(*args)
             except BaseException as exc:  # handed to the caller, whatever it is
                 self._done()
-                _settle(loop, future, None, exc)
+                _settle(loop, future, None, exc, finished)
             else:
                 self._done()
-                _settle(loop, future, result, None)
-            del item, future, call, args
+                _settle(loop, future, result, None, finished)
+            del item, future, call, args, finished
 
     def _done(self) -> None:
         with self._lock:
@@ -105,17 +117,22 @@ class Workers:
 
 
 def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any,
-            exc: BaseException | None) -> None:
+            exc: BaseException | None, finished: Callable[[], object] | None) -> None:
     try:
-        loop.call_soon_threadsafe(_set, future, result, exc)
+        loop.call_soon_threadsafe(_set, future, result, exc, finished)
     except RuntimeError:  # the loop is closed: nobody waits any more
         log.debug("a worker's result arrived after its event loop closed")
 
 
-def _set(future: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
-    if future.cancelled():
-        return
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(result)
+def _set(future: asyncio.Future[Any], result: Any, exc: BaseException | None,
+         finished: Callable[[], object] | None) -> None:
+    try:
+        if future.cancelled():
+            return
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+    finally:
+        if finished is not None:
+            finished()
