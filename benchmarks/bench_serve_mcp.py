@@ -13,7 +13,9 @@ One server (bash, bash-demo) in a subprocess on a free loopback port, then:
   hold       how many live sessions the server holds at once, trying --hold of them
   stack      the server's guarded ASGI app driven in this process (no sockets): ping,
              tools/call with nothing behind it (also on the SDK's sessionless 2026-07-28
-             path), with a thread hop, the real execute; and
+             path), with a thread hop, the real execute, execute run inline on the event
+             loop (what waiting for the sandbox there, with no worker thread, would cost);
+             and
              execute inline and in a worker thread (p50/p99, CPU per call)
   layers     one client's `execute("true")` (p50/p99): in process, over HTTP with a plain
              synchronous client (httpx2; the server's side), with a lean one (the standard
@@ -534,6 +536,17 @@ async def _stack(calls: int) -> dict[str, Any]:
             await timed("asgi_tools_call_thread_hop", call)
             service.call = real  # type: ignore[method-assign]
             await timed("asgi_tools_call_execute", call)
+
+            async def execute_inline(key: str, tool: str,
+                                     args: dict[str, Any]) -> dict[str, Any]:
+                return service.bound[key].execute(args["code"])
+
+            # what a step waited for on the event loop (no worker thread) would cost: the
+            # step inline, which blocks the loop for its whole length (never done by the
+            # server: a long action would stall every other session)
+            service.call = execute_inline  # type: ignore[method-assign]
+            await timed("asgi_tools_call_execute_inline", call)
+            service.call = real  # type: ignore[method-assign]
             tg.cancel_scope.cancel()
     finally:
         service.shutdown()

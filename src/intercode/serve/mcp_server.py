@@ -18,7 +18,9 @@ Environment calls block, so they run in worker threads, but not anyio's
 thread), and anyio stops a worker thread idle for ten seconds when a later call finds
 it, which would kill the warm sandboxes it had started. The server keeps its own
 threads, which live as long as it does, and makes every environment call (and so starts
-every environment) there.
+every environment) there. A session's calls take turns on the event loop before they get
+a thread, so one session holds at most one thread: a client sending many calls at once
+cannot take every thread and stall the other sessions.
 
 Tool failures are tool results with ``isError`` and one line, ``<code>: <message>``
 (``busy``, ``unknown_session``, ``no_episode``, ``infrastructure``, ``bad_request``,
@@ -36,8 +38,8 @@ import logging
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -60,6 +62,7 @@ from intercode.serve.sessions import (
     SessionPool,
     UnknownSession,
 )
+from intercode.serve.workers import Workers
 
 log = logging.getLogger(__name__)
 
@@ -226,17 +229,18 @@ class McpService:
         self.params = _params(config.env)
         self.tasks = len(load_dataset(config.dataset, config.env))
         # threads that outlive every sandbox they start (see the module docstring)
-        self.executor = ThreadPoolExecutor(max_workers=2 * config.max_sessions + 4,
-                                           thread_name_prefix="intercode-serve")
+        self.workers = Workers(2 * config.max_sessions + 4)
         self.bound: dict[str, Session] = {}  # client session key -> pool session
+        # each pool session's turn (forgotten with the session)
+        self.turns: weakref.WeakKeyDictionary[Session, asyncio.Lock] = (
+            weakref.WeakKeyDictionary())
         self.server = self._build_server()
 
     # -- threads ---------------------------------------------------------------------------
 
     async def run(self, call: Callable[..., T], *args: Any) -> T:
         """``call(*args)`` in one of the server's worker threads."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, call, *args)
+        return await self.workers.run(call, *args)
 
     async def start(self) -> None:
         """Build one environment now (a bad configuration fails before serving); it stays
@@ -259,7 +263,7 @@ class McpService:
         if not done.wait(wait):
             log.warning("sessions still busy after %.0f s; leaving them to die with the server",
                         wait)
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.workers.shutdown()
 
     # -- client sessions -------------------------------------------------------------------
 
@@ -318,20 +322,46 @@ class McpService:
     # -- requests --------------------------------------------------------------------------
 
     async def call(self, key: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Run ``tool`` for the client session ``key``."""
+        """Run ``tool`` for the client session ``key``, after the session's earlier calls
+        (they wait for their turn here, on the event loop, not in a worker thread)."""
         if tool == "reset":
             session = self.bound.get(key)
             if session is None or session.closed:
                 session = self.pool.open()  # Busy past max_sessions; never blocks
                 self.bound[key] = session
-            result = await self.run(session.reset, args.get("task"), args.get("seed"))
+        else:
+            session = self._session(key)
+        if tool == "reset":
+            result = await self._in_turn(session, session.reset, args.get("task"),
+                                         args.get("seed"))
             return {**result, "tasks": self.tasks}
-        session = self._session(key)
         if tool == "execute":
-            return await self.run(session.execute, args["code"])
+            return await self._in_turn(session, session.execute, args["code"])
         if tool == "evaluate":
-            return await self.run(session.evaluate)
-        return await self.run(session.submit, args.get("answer"))
+            return await self._in_turn(session, session.evaluate)
+        return await self._in_turn(session, session.submit, args.get("answer"))
+
+    async def _in_turn(self, session: Session, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)`` in a worker thread once the session's earlier calls are done.
+        The turn passes on when the thread is done with the call, not when its request
+        is cancelled (a client cancelling its calls cannot pile them up in threads)."""
+        turn = self._turn(session)
+        await turn.acquire()
+        try:
+            future = self.workers.submit(call, *args, finished=turn.release)
+        except BaseException:
+            turn.release()
+            raise
+        return await future
+
+    def _turn(self, session: Session) -> asyncio.Lock:
+        """The lock a session's calls take in turn before a worker thread runs them: one
+        thread per session at most, so a client sending many calls at once cannot take
+        every worker thread and hold up the other sessions."""
+        turn = self.turns.get(session)
+        if turn is None:
+            turn = self.turns[session] = asyncio.Lock()
+        return turn
 
     async def call_tool(self, ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams
