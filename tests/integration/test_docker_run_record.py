@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from backends import need
+
 from intercode.envs.bash import BashEnv
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError
