@@ -7,11 +7,14 @@ multiplexed over the container's stdio, attached once through the engine's API
 and a reset cost round trips on that stream, never a ``docker exec``, and nothing but
 the attach stream crosses from host to container (Docker Desktop's VM included).
 
-Isolation is Docker's own: no network, every capability dropped, ``no-new-privileges``,
-a non-root user, a read-only root file system with size-bounded tmpfs mounts where the
-tasks write (see ``Tree``'s ``mounts``), memory, process and CPU limits, Docker's
+Isolation is Docker's plus bubblewrap's root: no network (or a network of its own, see
+:func:`network_mode`), ``no-new-privileges``, memory, process and CPU limits, Docker's
 default seccomp profile plus intercode's filter (installed by pid 1 on itself), and
-Docker's masked ``/proc`` paths. Containers carry labels naming the process that
+Docker's masked ``/proc`` paths. The image's root is read-only; pid 1 starts as root
+with the few capabilities it needs to lay out bubblewrap's root on a size-bounded tmpfs
+(writable ``/``, the image's ``/usr`` and ``/etc`` read-only) and move into it, then
+drops every capability and becomes the agent's user before it reads any agent input
+(``inbox/newroot.py``). Containers carry labels naming the process that
 made them; close removes them, the engine removes them when that process dies (the
 stream closes, the supervisor exits, ``AutoRemove``), and the first sandbox of a run
 removes those left by processes that no longer exist.
@@ -34,14 +37,13 @@ from intercode.sandbox import base, seccomp
 from intercode.sandbox.bwrap import BOOT, BwrapSandbox
 from intercode.sandbox.docker_engine import Engine, message
 from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
-from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.inbox import MODULES, proto
 from intercode.sandbox.layout import (
     EPOCH_NS,
     MASKED_PROC_DIRS,
     MASKED_PROC_FILES,
     SCRATCH_MOUNTS,
-    SKELETON_DIRS,
+    TOP_LEVEL,
     Layout,
 )
 from intercode.sandbox.limits import Limits, MiB
@@ -53,8 +55,12 @@ OWNER_LABEL = "org.intercode.owner"  # host name, pid and start time of the proc
 DOCKER_BOOT = BOOT.replace("sys.modules['icbox.main'].main(sys.argv[1:])",
                            "sys.modules['icbox.relay'].boot()")
 PYTHON = "/usr/bin/python3"
-# top-level directories every sandbox has writable (the skeleton's)
-SKELETON_TOP = tuple(sorted({d.split("/")[0] for d, _ in SKELETON_DIRS}))
+# where Docker mounts the tmpfs that pid 1 makes the root (see inbox/newroot.py)
+NEW_ROOT = "/.intercode-root"
+# what pid 1 needs for that, and drops before any agent input: mount and pivot_root, the
+# agent's uid and gid, the bounding set and securebits, the new root's owner, chroot
+SETUP_CAPS = ["CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN",
+              "CAP_SYS_CHROOT"]
 MASKED_PATHS = sorted({
     "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
     "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
@@ -69,7 +75,7 @@ def _sources() -> list[list[str]]:
     """The supervisor's modules and the relay, as the boot code reads them."""
     pkg = resources.files("intercode.sandbox.inbox")
     return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
-            for name in (*MODULES, "relay")]
+            for name in (*MODULES, "newroot", "relay")]
 
 
 def _proc_start(pid: int) -> str | None:
@@ -156,8 +162,6 @@ class DockerSandbox(BwrapSandbox):
             raise ConfigError(f"INTERCODE_DOCKER_CPUS must be a number: {exc}") from None
         if self.cpus <= 0:
             raise ConfigError("the docker sandbox's CPUs must be positive")
-        self.mounts: tuple[str, ...] = SKELETON_TOP
-        self.root_files: dict[str, str] = {}  # files of "/" -> host copies bound read-only
         self._engine: Engine | None = None
         self._stream: Stream | None = None
         self._container: str | None = None
@@ -206,15 +210,14 @@ class DockerSandbox(BwrapSandbox):
 
     def _create_body(self, image: str) -> dict[str, Any]:
         lim, lay = self.limits, self.layout
-        tmpfs_opts = f"rw,exec,nosuid,nodev,size={lim.storage},uid={lay.uid},gid={lay.gid}"
-        tmpfs = {f"/{m}": f"{tmpfs_opts},mode=755" for m in self.mounts}
-        tmpfs["/sys"] = "ro,nosuid,nodev,noexec,size=4k"  # no /sys, as on bubblewrap
+        # the agent's root: owned by root while pid 1 lays it out, then by the agent
+        tmpfs = {NEW_ROOT: f"rw,exec,nosuid,nodev,size={lim.storage},mode=755"}
         env = [f"{k}={v}" for k, v in lay.shell_env().items()]
         return {
             "Image": image,
             "Cmd": [self.python, "-I", "-S", "-c", DOCKER_BOOT, "0"],
             "Entrypoint": [],
-            "User": f"{lay.uid}:{lay.gid}",
+            "User": "0:0",  # only until pid 1 has built the root (see inbox/newroot.py)
             "Hostname": lay.hostname,
             "Env": env,
             "WorkingDir": "/",
@@ -225,12 +228,13 @@ class DockerSandbox(BwrapSandbox):
             "HostConfig": {
                 "NetworkMode": "none",
                 "CapDrop": ["ALL"],
+                "CapAdd": SETUP_CAPS,
                 "SecurityOpt": ["no-new-privileges"],
                 "ReadonlyRootfs": True,
                 "Tmpfs": tmpfs,
                 "ShmSize": lim.shm,
                 # tmpfs pages count in the container's memory: the agent's limit (which the
-                # supervisor enforces first), its file systems and the supervisor's own
+                # supervisor enforces first), its root and /dev/shm, and the supervisor's own
                 "Memory": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
                 "MemorySwap": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
                 "PidsLimit": lim.processes + 16,
@@ -240,12 +244,10 @@ class DockerSandbox(BwrapSandbox):
                 "IpcMode": "private",
                 "Privileged": False,
                 # Docker's default list (an older engine's misses /proc/interrupts), and
-                # bubblewrap's (layout.MASKED_PROC_*)
+                # bubblewrap's (layout.MASKED_PROC_*); pid 1 binds this /proc into the root
                 "MaskedPaths": MASKED_PATHS,
-                "Mounts": [{"Type": "bind", "Source": str(path), "Target": target,
-                            "ReadOnly": True} for target, path in [
-                    *((f"/etc/{name}", path) for name, path in self._etc_files()),
-                    *((f"/{name}", path) for name, path in sorted(self.root_files.items()))]],
+                "Mounts": [{"Type": "bind", "Source": str(path), "Target": f"/etc/{name}",
+                            "ReadOnly": True} for name, path in self._etc_files()],
             },
         }
 
@@ -272,8 +274,9 @@ class DockerSandbox(BwrapSandbox):
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
         cfg = super()._config(inside)
         cfg.pop("fds")
-        cfg["mounts"] = list(self.mounts)
-        cfg["seccomp"] = seccomp.program().hex()
+        cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
+                       "top_level": list(TOP_LEVEL)}
+        cfg["seccomp"] = seccomp.program(namespaces=True).hex()
         cfg["epoch_ns"] = EPOCH_NS
         cfg["scratch"] = list(SCRATCH_MOUNTS)
         return cfg
@@ -326,39 +329,3 @@ class DockerSandbox(BwrapSandbox):
             raise SnapshotError("a docker sandbox's snapshot is copied only to another "
                                 "docker sandbox")
         super().tree_copy(ident, other, other_ident)
-
-    def load(self, tree: FileTree) -> None:
-        """As on bubblewrap, with the read-only root's limits: each top-level directory of
-        the tree gets a tmpfs, and each file directly in ``/`` a read-only bind of a copy
-        in the user's cache (the agent cannot change it; see docs/docker.md). A tree that
-        needs mounts the container does not have restarts it once with them."""
-        tops = {e.path.split("/")[0] for e in tree.entries if "/" in e.path or e.kind == DIR}
-        files = {e.path: e for e in tree.entries if "/" not in e.path and e.kind != DIR}
-        links = sorted(p for p, e in files.items() if e.kind != FILE)
-        if links:
-            raise SandboxError(f"the docker sandbox's root is read-only: a tree cannot have "
-                               f"links directly in / ({', '.join(links[:5])})")
-        binds = {name: self._root_file(e) for name, e in files.items()}
-        mounts = tuple(sorted(set(self.mounts) | tops))
-        if mounts != self.mounts or binds != self.root_files:
-            self.mounts, self.root_files = mounts, binds
-            if self._stream is not None:
-                self.close()
-                self.start()
-        if files:
-            tree = FileTree.of(e for e in tree.entries if e.path not in files)
-        super().load(tree)
-
-    def _root_file(self, entry: Entry) -> str:
-        """A host copy of a file of ``/`` (its mode and time), to bind read-only."""
-        from intercode.datasets.fetch import cache_dir
-
-        data = entry.payload if isinstance(entry.payload, bytes) else b""
-        key = hashlib.sha256(b"%d:%d:" % (entry.mode, entry.mtime_ns) + data).hexdigest()[:24]
-        path = cache_dir() / "docker-root" / key / entry.path
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, data)
-            path.chmod(entry.mode & 0o7777)
-            os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
-        return str(path)
