@@ -418,7 +418,8 @@ def _main(argv: Sequence[str] | None) -> int:
             if args.network:
                 from intercode.sandbox.netns import require as require_network
 
-                require_network(args.network)  # slirp4netns missing: one line, not per task
+                # slirp4netns missing: one line, not per task
+                require_network(args.network, args.sandbox)
         return COMMANDS[command](args)
     except IntercodeError as exc:
         print(f"intercode: error: {exc}", file=sys.stderr)

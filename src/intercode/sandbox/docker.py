@@ -36,6 +36,7 @@ from intercode.fsutil import write_atomic
 from intercode.sandbox import base, seccomp
 from intercode.sandbox.bwrap import BOOT, BwrapSandbox
 from intercode.sandbox.docker_engine import Engine, message
+from intercode.sandbox.docker_network import container_settings
 from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
 from intercode.sandbox.inbox import MODULES, proto
 from intercode.sandbox.layout import (
@@ -47,6 +48,7 @@ from intercode.sandbox.layout import (
     Layout,
 )
 from intercode.sandbox.limits import Limits, MiB
+from intercode.sandbox.netns import network_mode
 
 log = logging.getLogger(__name__)
 
@@ -151,8 +153,7 @@ class DockerSandbox(BwrapSandbox):
         when none is named (``base`` or ``ctf``)."""
         super().__init__(limits=limits, layout=layout, python=python, shell=shell,
                          shell_data=shell_data)
-        if self.layout.network:
-            raise ConfigError("the docker sandbox has no network mode yet (network=False only)")
+        self.network = network_mode(self.layout.network)  # a bad setting fails here
         self.image = image or self.layout.image
         self.profile = profile if profile != "base" else self.layout.image_profile
         try:
@@ -177,7 +178,7 @@ class DockerSandbox(BwrapSandbox):
         return self._stream is None or self._stream.ended
 
     def _after_ready(self) -> None:
-        """Nothing: the container has no network to connect."""
+        """Nothing: the engine connects the container's network (see docker_network)."""
 
     def _spawn(self) -> None:
         global _swept
@@ -213,6 +214,7 @@ class DockerSandbox(BwrapSandbox):
         # the agent's root: owned by root while pid 1 lays it out, then by the agent
         tmpfs = {NEW_ROOT: f"rw,exec,nosuid,nodev,size={lim.storage},mode=755"}
         env = [f"{k}={v}" for k, v in lay.shell_env().items()]
+        net = container_settings(self._engine or Engine(), lay.network)
         return {
             "Image": image,
             "Cmd": [self.python, "-I", "-S", "-c", DOCKER_BOOT, "0"],
@@ -223,10 +225,10 @@ class DockerSandbox(BwrapSandbox):
             "WorkingDir": "/",
             "OpenStdin": True, "StdinOnce": True, "AttachStdin": True,
             "AttachStdout": True, "AttachStderr": True, "Tty": False,
-            "NetworkDisabled": True,
+            "NetworkDisabled": net["NetworkDisabled"],
             "Labels": {LABEL: "1", OWNER_LABEL: owner()},
             "HostConfig": {
-                "NetworkMode": "none",
+                "NetworkMode": net["NetworkMode"],
                 "CapDrop": ["ALL"],
                 "CapAdd": SETUP_CAPS,
                 "SecurityOpt": ["no-new-privileges"],
