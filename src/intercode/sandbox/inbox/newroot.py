@@ -145,6 +145,10 @@ def enter(spec):
     for path in (new, *("%s/%s" % (new, n) for n in spec["top_level"]
                         if os.path.islink("%s/%s" % (new, n)))):
         os.lchown(path, uid, gid)  # as bubblewrap's: the agent's
+    shm = new + "/dev/shm"
+    if os.path.ismount(shm):  # Docker's is root's, mode 1777; bubblewrap's the agent's, 755
+        os.chmod(shm, 0o755)
+        os.chown(shm, uid, gid)
     switch(new)
     null = os.open("/dev/null", os.O_RDWR)  # 0-2 pointed at the old root's /dev/null
     for fd in (0, 1, 2):
