@@ -274,3 +274,22 @@ def test_files_of_the_root_are_the_agents_and_come_back_on_reset(box):
         assert [(c.path, c.code) for c in sb.diff()] == [("top.txt", "M")]
         sb.reset()
         assert sb.run("cat /top.txt").output == "top\n" and sb.diff() == []
+
+
+def test_a_failed_root_set_up_ends_the_start_with_its_reason():
+    """Pid 1 never serves with the privileges of the set-up: a step that fails (here the
+    root's mount point is missing) ends the start with the reason, and the container."""
+    need("docker")
+    from intercode.errors import SandboxError
+    from intercode.sandbox.docker import DockerSandbox
+
+    class Broken(DockerSandbox):
+        def _config(self, inside):
+            cfg = super()._config(inside)
+            cfg["root"]["root"] = "/no-such-root"
+            return cfg
+
+    box = Broken()
+    with pytest.raises(SandboxError, match="no-such-root|No such file"):
+        box.start()
+    assert box._container is None and not box.alive

@@ -138,11 +138,16 @@ def verify(uid, gid):
 
 def enter(spec):
     """Build the root at ``spec["root"]``, move in, drop to ``spec["uid"]``/``"gid"``."""
-    new = spec["root"]
-    uid, gid = int(spec["uid"]), int(spec["gid"])
+    try:
+        _enter(spec["root"], int(spec["uid"]), int(spec["gid"]), spec["top_level"])
+    except (ValueError, KeyError, TypeError, IndexError) as exc:  # the caller reports OSError
+        raise OSError(0, "cannot build the sandbox's root: %r" % (exc,)) from None
+
+
+def _enter(new, uid, gid, top_level):
     _mount(None, "/", MS_REC | MS_PRIVATE)
-    build(new, spec["top_level"])
-    for path in (new, *("%s/%s" % (new, n) for n in spec["top_level"]
+    build(new, top_level)
+    for path in (new, *("%s/%s" % (new, n) for n in top_level
                         if os.path.islink("%s/%s" % (new, n)))):
         os.lchown(path, uid, gid)  # as bubblewrap's: the agent's
     shm = new + "/dev/shm"
