@@ -290,6 +290,6 @@ def test_a_failed_root_set_up_ends_the_start_with_its_reason():
             return cfg
 
     box = Broken()
-    with pytest.raises(SandboxError, match="no-such-root|No such file"):
+    with pytest.raises(SandboxError, match=r"no-such-root|No such file"):
         box.start()
     assert box._container is None and not box.alive
