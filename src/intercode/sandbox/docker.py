@@ -8,7 +8,7 @@ and a reset cost round trips on that stream, never a ``docker exec``, and nothin
 the attach stream crosses from host to container (Docker Desktop's VM included).
 
 Isolation is Docker's plus bubblewrap's root: no network (or a network of its own, see
-:func:`network_mode`), ``no-new-privileges``, memory, process and CPU limits, Docker's
+:mod:`~intercode.sandbox.docker_network`), ``no-new-privileges``, memory, process and CPU limits, Docker's
 default seccomp profile plus intercode's filter (installed by pid 1 on itself), and
 Docker's masked ``/proc`` paths. The image's root is read-only; pid 1 starts as root
 with the few capabilities it needs to lay out bubblewrap's root on a size-bounded tmpfs
@@ -59,8 +59,8 @@ DOCKER_BOOT = BOOT.replace("sys.modules['icbox.main'].main(sys.argv[1:])",
 PYTHON = "/usr/bin/python3"
 # where Docker mounts the tmpfs that pid 1 makes the root (see inbox/newroot.py)
 NEW_ROOT = "/.intercode-root"
-# what pid 1 needs for that, and drops before any agent input: mount and pivot_root, the
-# agent's uid and gid, the bounding set and securebits, the new root's owner, chroot
+# what pid 1 needs for that, and drops before any agent input: mount, the agent's uid and
+# gid, the bounding set and securebits, the new root's owner, chroot into it
 SETUP_CAPS = ["CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN",
               "CAP_SYS_CHROOT"]
 MASKED_PATHS = sorted({
