@@ -293,3 +293,26 @@ def test_a_failed_root_set_up_ends_the_start_with_its_reason():
     with pytest.raises(SandboxError, match=r"no-such-root|No such file"):
         box.start()
     assert box._container is None and not box.alive
+
+
+def test_one_sandboxs_processes_do_not_limit_anothers():
+    """Every container runs uid 1000 in the host's user namespace, where RLIMIT_NPROC counts
+    the processes of all of them together: with it, a sandbox near its process limit made
+    every other sandbox's forks fail (their actions timed out). Each is bounded by its own
+    pids cgroup instead."""
+    need("docker")
+    limits = Limits(timeout=20, processes=64)
+    with create_sandbox("docker", limits=limits) as a, \
+            create_sandbox("docker", limits=limits) as b:
+        a.load(TREE)
+        b.load(TREE)
+        r = a.run("for i in $(seq 45); do sleep 100 >/dev/null 2>&1 & done; echo spawned")
+        assert r.output == "spawned\n", r.observation
+        r = b.run("for i in $(seq 40); do sleep 100 >/dev/null 2>&1 & done; echo spawned; "
+                  "ps -e | wc -l")
+        assert r.output.split()[0] == "spawned" and int(r.output.split()[1]) > 40, r.observation
+        # its own bound still holds: the pids cgroup (or the watchdog) stops it
+        b.run("for i in $(seq 100); do sleep 100 >/dev/null 2>&1 & done; echo spawned")
+        out = b.run("echo count=$(ps -e --no-headers | wc -l)").output
+        count = int(out.rpartition("count=")[2])
+        assert count <= limits.processes + 16, out

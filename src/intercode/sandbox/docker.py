@@ -276,6 +276,11 @@ class DockerSandbox(BwrapSandbox):
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
         cfg = super()._config(inside)
         cfg.pop("fds")
+        # RLIMIT_NPROC counts the processes of a uid in its user namespace: every container
+        # shares the host's, so uid 1000's count is that of all the docker sandboxes (and
+        # the host's uid 1000): one sandbox's processes would make another's forks fail.
+        # The container's pids cgroup (PidsLimit) bounds each sandbox on its own instead.
+        cfg["rlimits"]["processes"] = None
         cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
                        "top_level": list(TOP_LEVEL)}
         cfg["seccomp"] = seccomp.program(namespaces=True).hex()
