@@ -7,10 +7,10 @@ multiplexed over the container's stdio, attached once through the engine's API
 and a reset cost round trips on that stream, never a ``docker exec``, and nothing but
 the attach stream crosses from host to container (Docker Desktop's VM included).
 
-Isolation is Docker's plus bubblewrap's root: no network (or a network of its own, see
-:mod:`~intercode.sandbox.docker_network`), ``no-new-privileges``, memory, process and CPU limits, Docker's
-default seccomp profile plus intercode's filter (installed by pid 1 on itself), and
-Docker's masked ``/proc`` paths. The image's root is read-only; pid 1 starts as root
+Isolation is Docker's plus bubblewrap's root: no network (or a network of its own,
+see :mod:`~intercode.sandbox.docker_network`), ``no-new-privileges``, memory, process
+and CPU limits, Docker's default seccomp profile plus intercode's filter (installed by
+pid 1 on itself), and Docker's masked ``/proc`` paths. The image's root is read-only; pid 1 starts as root
 with the few capabilities it needs to lay out bubblewrap's root on a size-bounded tmpfs
 (writable ``/``, the image's ``/usr`` and ``/etc`` read-only) and move into it, then
 drops every capability and becomes the agent's user before it reads any agent input
