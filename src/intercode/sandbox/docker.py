@@ -10,11 +10,11 @@ the attach stream crosses from host to container (Docker Desktop's VM included).
 Isolation is Docker's plus bubblewrap's root: no network (or a network of its own,
 see :mod:`~intercode.sandbox.docker_network`), ``no-new-privileges``, memory, process
 and CPU limits, Docker's default seccomp profile plus intercode's filter (installed by
-pid 1 on itself), and Docker's masked ``/proc`` paths. The image's root is read-only; pid 1 starts as root
-with the few capabilities it needs to lay out bubblewrap's root on a size-bounded tmpfs
-(writable ``/``, the image's ``/usr`` and ``/etc`` read-only) and move into it, then
-drops every capability and becomes the agent's user before it reads any agent input
-(``inbox/newroot.py``). Containers carry labels naming the process that
+pid 1 on itself), and Docker's masked ``/proc`` paths. The image's root is read-only;
+pid 1 starts as root with the few capabilities it needs to lay out bubblewrap's root on
+a size-bounded tmpfs (writable ``/``, the image's ``/usr`` and ``/etc`` read-only) and
+move into it, then drops every capability and becomes the agent's user before it reads
+any agent input (``inbox/newroot.py``). Containers carry labels naming the process that
 made them; close removes them, the engine removes them when that process dies (the
 stream closes, the supervisor exits, ``AutoRemove``), and the first sandbox of a run
 removes those left by processes that no longer exist.
