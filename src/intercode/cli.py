@@ -101,8 +101,9 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
     p.add_argument("--test-timeout", type=seconds(), default=None,
                    help="python: seconds per test statement when scoring (5)")
     p.add_argument("--network", action="store_true",
-                   help="ctf: give the sandbox an isolated network (slirp4netns), so the tasks "
-                        "that need it run; it cannot reach the host's loopback services")
+                   help="ctf: give the sandbox an isolated network (bwrap: slirp4netns; docker: "
+                        "the bridge network intercode-isolated), so the tasks that need it run; "
+                        "it cannot reach the host's loopback services")
     p.add_argument("--no-gold-cache", action="store_true",
                    help="bash: run the gold every episode instead of reusing its result "
                         "stored by an earlier run (see README: the gold cache)")
@@ -418,7 +419,8 @@ def _main(argv: Sequence[str] | None) -> int:
             if args.network:
                 from intercode.sandbox.netns import require as require_network
 
-                require_network(args.network)  # slirp4netns missing: one line, not per task
+                # slirp4netns missing: one line, not per task
+                require_network(args.network, args.sandbox)
         return COMMANDS[command](args)
     except IntercodeError as exc:
         print(f"intercode: error: {exc}", file=sys.stderr)

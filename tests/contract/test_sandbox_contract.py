@@ -302,6 +302,21 @@ def test_disk_fill_is_bounded(fresh):
     assert int(r.output.split()[-1]) < 1024
 
 
+def test_the_root_is_writable_and_bounded(fresh):
+    """``/`` itself is the agent's (13 NL2Bash golds write there: ``tar -cf /backup.tar``),
+    within the storage limit, and a reset takes it back; the image stays read-only."""
+    r = fresh.run("echo hi > /new.txt && mkdir /newdir && echo made; "
+                  "touch /usr/x 2>/dev/null || echo usr-ro; "
+                  "head -c 200M /dev/zero > /big; echo rc=$?")
+    assert r.output.startswith("made\nusr-ro\n"), r.output
+    assert "No space left" in r.output and r.output.endswith("rc=1\n"), r.output
+    changes = {c.path: c.code for c in fresh.diff()}
+    assert {"new.txt", "big"} <= set(changes), changes  # an empty directory: as git
+    fresh.reset()
+    assert fresh.run("ls -d /new.txt /newdir /big 2>/dev/null | wc -l").output == "0\n"
+    assert fresh.diff() == []
+
+
 def test_output_flood_is_cut(fresh):
     started = time.monotonic()
     r = fresh.run("yes flood")

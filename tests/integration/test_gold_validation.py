@@ -49,10 +49,12 @@ def test_python_gold_validation():
 
 # The docker backend: the same golds, on subsets where the whole set is slow (CI time).
 # Fidelity: a task's reward on docker is the one on bubblewrap (the known issues hold).
-# nl2bash-fs1#45 is left out: its gold writes /backup1.tar into docker's read-only "/", and
-# tar's error output then differs between two runs (docs/docker.md: the read-only root).
+# The NL2Bash golds that write into "/" (docs/docker.md: the root) all run: fs1 whole
+# (12, 18, 45, 57) and the 9 others of the 200.
+ROOT_WRITERS = (100, 104, 108, 124, 125, 145, 165, 166, 179)
 DOCKER_SUBSETS = (("bash", "bash-test", None),
-                  ("bash", "nl2bash-fs1", tuple(i for i in range(60) if i != 45)),
+                  ("bash", "nl2bash-fs1", tuple(range(60))),
+                  ("bash", "nl2bash", ROOT_WRITERS),
                   ("python", "mbpp", tuple(range(0, 974, 10))),
                   ("sql", "spider-dev", tuple(range(0, 1034, 10))),
                   ("ctf", "intercode-ctf", tuple(range(0, 100, 3))))
@@ -69,6 +71,8 @@ def test_gold_validation_on_docker(env, dataset, tasks):
                       settings=EnvSettings(sandbox="docker"))
     assert report["errors"] == [] and report["unexpected"] == [], report["unexpected"]
     assert report["tasks"] == (len(tasks) if tasks else len(load_dataset(dataset)))
+    if tasks == ROOT_WRITERS:
+        assert report["scored_one"] == len(ROOT_WRITERS)  # as on bubblewrap
 
 
 def need_ctf_image():

@@ -92,7 +92,8 @@ class CtfEnv(IntercodeEnv):
         self.layout = dataclasses.replace(base, network=network, extra_env=extra_env,
                                           image_profile="ctf")
         self.network = network
-        self.network_mode = require_network(network)  # "none", "isolated" or "host"
+        # "none", "isolated" or "host"
+        self.network_mode = require_network(network, self.backend)
         self.max_submissions = max_submissions
         self.upstream_quirks = upstream_quirks
         self._box: Sandbox | None = None

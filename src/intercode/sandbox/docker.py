@@ -7,11 +7,14 @@ multiplexed over the container's stdio, attached once through the engine's API
 and a reset cost round trips on that stream, never a ``docker exec``, and nothing but
 the attach stream crosses from host to container (Docker Desktop's VM included).
 
-Isolation is Docker's own: no network, every capability dropped, ``no-new-privileges``,
-a non-root user, a read-only root file system with size-bounded tmpfs mounts where the
-tasks write (see ``Tree``'s ``mounts``), memory, process and CPU limits, Docker's
-default seccomp profile plus intercode's filter (installed by pid 1 on itself), and
-Docker's masked ``/proc`` paths. Containers carry labels naming the process that
+Isolation is Docker's plus bubblewrap's root: no network (or a network of its own,
+see :mod:`~intercode.sandbox.docker_network`), ``no-new-privileges``, memory, process
+and CPU limits, Docker's default seccomp profile plus intercode's filter (installed by
+pid 1 on itself), and Docker's masked ``/proc`` paths. The image's root is read-only;
+pid 1 starts as root with the few capabilities it needs to lay out bubblewrap's root on
+a size-bounded tmpfs (writable ``/``, the image's ``/usr`` and ``/etc`` read-only) and
+move into it, then drops every capability and becomes the agent's user before it reads
+any agent input (``inbox/newroot.py``). Containers carry labels naming the process that
 made them; close removes them, the engine removes them when that process dies (the
 stream closes, the supervisor exits, ``AutoRemove``), and the first sandbox of a run
 removes those left by processes that no longer exist.
@@ -33,18 +36,19 @@ from intercode.fsutil import write_atomic
 from intercode.sandbox import base, seccomp
 from intercode.sandbox.bwrap import BOOT, BwrapSandbox
 from intercode.sandbox.docker_engine import Engine, message
+from intercode.sandbox.docker_network import container_settings
 from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
-from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.inbox import MODULES, proto
 from intercode.sandbox.layout import (
     EPOCH_NS,
     MASKED_PROC_DIRS,
     MASKED_PROC_FILES,
     SCRATCH_MOUNTS,
-    SKELETON_DIRS,
+    TOP_LEVEL,
     Layout,
 )
 from intercode.sandbox.limits import Limits, MiB
+from intercode.sandbox.netns import network_mode
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +57,12 @@ OWNER_LABEL = "org.intercode.owner"  # host name, pid and start time of the proc
 DOCKER_BOOT = BOOT.replace("sys.modules['icbox.main'].main(sys.argv[1:])",
                            "sys.modules['icbox.relay'].boot()")
 PYTHON = "/usr/bin/python3"
-# top-level directories every sandbox has writable (the skeleton's)
-SKELETON_TOP = tuple(sorted({d.split("/")[0] for d, _ in SKELETON_DIRS}))
+# where Docker mounts the tmpfs that pid 1 makes the root (see inbox/newroot.py)
+NEW_ROOT = "/.intercode-root"
+# what pid 1 needs for that, and drops before any agent input: mount, the agent's uid and
+# gid, the bounding set and securebits, the new root's owner, chroot into it
+SETUP_CAPS = ["CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN",
+              "CAP_SYS_CHROOT"]
 MASKED_PATHS = sorted({
     "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
     "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
@@ -69,7 +77,7 @@ def _sources() -> list[list[str]]:
     """The supervisor's modules and the relay, as the boot code reads them."""
     pkg = resources.files("intercode.sandbox.inbox")
     return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
-            for name in (*MODULES, "relay")]
+            for name in (*MODULES, "newroot", "relay")]
 
 
 def _proc_start(pid: int) -> str | None:
@@ -161,8 +169,7 @@ class DockerSandbox(BwrapSandbox):
         when none is named (``base`` or ``ctf``)."""
         super().__init__(limits=limits, layout=layout, python=python, shell=shell,
                          shell_data=shell_data)
-        if self.layout.network:
-            raise ConfigError("the docker sandbox has no network mode yet (network=False only)")
+        self.network = network_mode(self.layout.network)  # a bad setting fails here
         self.image = image or self.layout.image
         self.image_id: str | None = None  # set at start (see start)
         self.profile = profile if profile != "base" else self.layout.image_profile
@@ -173,8 +180,6 @@ class DockerSandbox(BwrapSandbox):
             raise ConfigError(f"INTERCODE_DOCKER_CPUS must be a number: {exc}") from None
         if self.cpus <= 0:
             raise ConfigError("the docker sandbox's CPUs must be positive")
-        self.mounts: tuple[str, ...] = SKELETON_TOP
-        self.root_files: dict[str, str] = {}  # files of "/" -> host copies bound read-only
         self._engine: Engine | None = None
         self._stream: Stream | None = None
         self._container: str | None = None
@@ -190,7 +195,7 @@ class DockerSandbox(BwrapSandbox):
         return self._stream is None or self._stream.ended
 
     def _after_ready(self) -> None:
-        """Nothing: the container has no network to connect."""
+        """Nothing: the engine connects the container's network (see docker_network)."""
 
     def _spawn(self) -> None:
         global _swept
@@ -228,31 +233,32 @@ class DockerSandbox(BwrapSandbox):
 
     def _create_body(self, image: str) -> dict[str, Any]:
         lim, lay = self.limits, self.layout
-        tmpfs_opts = f"rw,exec,nosuid,nodev,size={lim.storage},uid={lay.uid},gid={lay.gid}"
-        tmpfs = {f"/{m}": f"{tmpfs_opts},mode=755" for m in self.mounts}
-        tmpfs["/sys"] = "ro,nosuid,nodev,noexec,size=4k"  # no /sys, as on bubblewrap
+        # the agent's root: owned by root while pid 1 lays it out, then by the agent
+        tmpfs = {NEW_ROOT: f"rw,exec,nosuid,nodev,size={lim.storage},mode=755"}
         env = [f"{k}={v}" for k, v in lay.shell_env().items()]
+        net = container_settings(self._engine or Engine(), lay.network)
         return {
             "Image": image,
             "Cmd": [self.python, "-I", "-S", "-c", DOCKER_BOOT, "0"],
             "Entrypoint": [],
-            "User": f"{lay.uid}:{lay.gid}",
+            "User": "0:0",  # only until pid 1 has built the root (see inbox/newroot.py)
             "Hostname": lay.hostname,
             "Env": env,
             "WorkingDir": "/",
             "OpenStdin": True, "StdinOnce": True, "AttachStdin": True,
             "AttachStdout": True, "AttachStderr": True, "Tty": False,
-            "NetworkDisabled": True,
+            "NetworkDisabled": net["NetworkDisabled"],
             "Labels": {LABEL: "1", OWNER_LABEL: owner()},
             "HostConfig": {
-                "NetworkMode": "none",
+                "NetworkMode": net["NetworkMode"],
                 "CapDrop": ["ALL"],
+                "CapAdd": SETUP_CAPS,
                 "SecurityOpt": ["no-new-privileges"],
                 "ReadonlyRootfs": True,
                 "Tmpfs": tmpfs,
                 "ShmSize": lim.shm,
                 # tmpfs pages count in the container's memory: the agent's limit (which the
-                # supervisor enforces first), its file systems and the supervisor's own
+                # supervisor enforces first), its root and /dev/shm, and the supervisor's own
                 "Memory": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
                 "MemorySwap": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
                 "PidsLimit": lim.processes + 16,
@@ -266,12 +272,10 @@ class DockerSandbox(BwrapSandbox):
                 "IpcMode": "private",
                 "Privileged": False,
                 # Docker's default list (an older engine's misses /proc/interrupts), and
-                # bubblewrap's (layout.MASKED_PROC_*)
+                # bubblewrap's (layout.MASKED_PROC_*); pid 1 binds this /proc into the root
                 "MaskedPaths": MASKED_PATHS,
-                "Mounts": [{"Type": "bind", "Source": str(path), "Target": target,
-                            "ReadOnly": True} for target, path in [
-                    *((f"/etc/{name}", path) for name, path in self._etc_files()),
-                    *((f"/{name}", path) for name, path in sorted(self.root_files.items()))]],
+                "Mounts": [{"Type": "bind", "Source": str(path), "Target": f"/etc/{name}",
+                            "ReadOnly": True} for name, path in self._etc_files()],
             },
         }
 
@@ -298,8 +302,14 @@ class DockerSandbox(BwrapSandbox):
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
         cfg = super()._config(inside)
         cfg.pop("fds")
-        cfg["mounts"] = list(self.mounts)
-        cfg["seccomp"] = seccomp.program().hex()
+        # RLIMIT_NPROC counts the processes of a uid in its user namespace: every container
+        # shares the host's, so uid 1000's count is that of all the docker sandboxes (and
+        # the host's uid 1000): one sandbox's processes would make another's forks fail.
+        # The container's pids cgroup (PidsLimit) bounds each sandbox on its own instead.
+        cfg["rlimits"]["processes"] = None
+        cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
+                       "top_level": list(TOP_LEVEL)}
+        cfg["seccomp"] = seccomp.program(namespaces=True).hex()
         cfg["epoch_ns"] = EPOCH_NS
         cfg["scratch"] = list(SCRATCH_MOUNTS)
         return cfg
@@ -352,39 +362,3 @@ class DockerSandbox(BwrapSandbox):
             raise SnapshotError("a docker sandbox's snapshot is copied only to another "
                                 "docker sandbox")
         super().tree_copy(ident, other, other_ident)
-
-    def load(self, tree: FileTree) -> None:
-        """As on bubblewrap, with the read-only root's limits: each top-level directory of
-        the tree gets a tmpfs, and each file directly in ``/`` a read-only bind of a copy
-        in the user's cache (the agent cannot change it; see docs/docker.md). A tree that
-        needs mounts the container does not have restarts it once with them."""
-        tops = {e.path.split("/")[0] for e in tree.entries if "/" in e.path or e.kind == DIR}
-        files = {e.path: e for e in tree.entries if "/" not in e.path and e.kind != DIR}
-        links = sorted(p for p, e in files.items() if e.kind != FILE)
-        if links:
-            raise SandboxError(f"the docker sandbox's root is read-only: a tree cannot have "
-                               f"links directly in / ({', '.join(links[:5])})")
-        binds = {name: self._root_file(e) for name, e in files.items()}
-        mounts = tuple(sorted(set(self.mounts) | tops))
-        if mounts != self.mounts or binds != self.root_files:
-            self.mounts, self.root_files = mounts, binds
-            if self._stream is not None:
-                self.close()
-                self.start()
-        if files:
-            tree = FileTree.of(e for e in tree.entries if e.path not in files)
-        super().load(tree)
-
-    def _root_file(self, entry: Entry) -> str:
-        """A host copy of a file of ``/`` (its mode and time), to bind read-only."""
-        from intercode.datasets.fetch import cache_dir
-
-        data = entry.payload if isinstance(entry.payload, bytes) else b""
-        key = hashlib.sha256(b"%d:%d:" % (entry.mode, entry.mtime_ns) + data).hexdigest()[:24]
-        path = cache_dir() / "docker-root" / key / entry.path
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, data)
-            path.chmod(entry.mode & 0o7777)
-            os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
-        return str(path)

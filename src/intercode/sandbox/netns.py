@@ -64,10 +64,12 @@ def find_slirp4netns() -> str:
     return path
 
 
-def require(setting: bool | str | None) -> str:
-    """The mode of ``setting``, after checking that this machine can provide it."""
+def require(setting: bool | str | None, backend: str = "bwrap") -> str:
+    """The mode of ``setting``, after checking that this machine can provide it (on
+    bubblewrap; the docker backend's isolated network is a Docker network, see
+    :mod:`intercode.sandbox.docker_network`)."""
     mode = network_mode(setting)
-    if mode == "isolated":
+    if mode == "isolated" and backend == "bwrap":
         find_slirp4netns()
     return mode
 

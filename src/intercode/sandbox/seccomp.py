@@ -11,6 +11,17 @@ accounts for, or that widen the kernel's attack surface for no task's benefit:
   (``add_key``, ``request_key``, ``keyctl``; key quotas are per host user, shared by
   every sandbox of that user).
 
+With ``namespaces`` (the Docker backend, whose container starts with ``CAP_SYS_ADMIN``
+for its set-up, so that Docker's own profile allows these calls for its whole life), it
+also denies what makes or changes mount and other namespaces: ``mount``, ``umount2``,
+``pivot_root``, ``chroot``, ``unshare``, ``setns``, the new mount API (``open_tree``,
+``move_mount``, ``fsopen``, ``fsconfig``, ``fsmount``, ``fspick``, ``mount_setattr``),
+``clone`` with a ``CLONE_NEW*`` flag and ``clone3`` (``ENOSYS``: its flags are in memory
+a filter cannot read; the C library falls back to ``clone``), as Docker's profile does
+without ``CAP_SYS_ADMIN``. Without a capability the kernel refuses most of them anyway;
+the filter is what keeps an unprivileged user namespace (and the capabilities it grants
+inside) out of reach.
+
 Every other call is allowed. A call of another architecture (x32 on x86-64, AArch32
 on AArch64) fails with ``ENOSYS``; i386 calls on x86-64 get their own table. The
 program is passed to bubblewrap with ``--seccomp FD`` and applies to every process
@@ -28,12 +39,16 @@ import struct
 _LD_ABS_W = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 _RET_K = 0x06  # BPF_RET | BPF_K
 
 RET_ALLOW = 0x7FFF0000
 RET_ERRNO = 0x00050000
 OFFSET_NR = 0  # struct seccomp_data: int nr; __u32 arch; ...
 OFFSET_ARCH = 4
+OFFSET_ARG0_LOW = 16  # args[0], its low 32 bits (the little-endian arches here)
+# CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET (Docker's mask)
+CLONE_NEW_FLAGS = 0x7E020000
 X32_SYSCALL_BIT = 0x40000000
 
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -49,6 +64,25 @@ DENIED_ERRNO = {
     "io_uring_register": errno.ENOSYS, "userfaultfd": errno.ENOSYS, "bpf": errno.ENOSYS,
     "perf_event_open": errno.ENOSYS, "add_key": errno.ENOSYS, "request_key": errno.ENOSYS,
     "keyctl": errno.ENOSYS,
+}
+
+NAMESPACE_ERRNO = {
+    "mount": errno.EPERM, "umount": errno.EPERM, "umount2": errno.EPERM,
+    "pivot_root": errno.EPERM, "chroot": errno.EPERM, "unshare": errno.EPERM,
+    "setns": errno.EPERM, "open_tree": errno.EPERM, "move_mount": errno.EPERM,
+    "fsopen": errno.EPERM, "fsconfig": errno.EPERM, "fsmount": errno.EPERM,
+    "fspick": errno.EPERM, "mount_setattr": errno.EPERM, "clone3": errno.ENOSYS,
+}
+_NEW_MOUNT_API = {"open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+                  "fsmount": 432, "fspick": 433, "clone3": 435, "mount_setattr": 442}
+# the calls of NAMESPACE_ERRNO, and ``clone`` (checked for CLONE_NEW_FLAGS)
+NAMESPACE_SYSCALLS: dict[int, dict[str, int]] = {
+    AUDIT_ARCH_X86_64: {"clone": 56, "pivot_root": 155, "chroot": 161, "mount": 165,
+                        "umount2": 166, "unshare": 272, "setns": 308, **_NEW_MOUNT_API},
+    AUDIT_ARCH_I386: {"mount": 21, "umount": 22, "umount2": 52, "chroot": 61, "clone": 120,
+                      "pivot_root": 217, "unshare": 310, "setns": 346, **_NEW_MOUNT_API},
+    AUDIT_ARCH_AARCH64: {"umount2": 39, "mount": 40, "pivot_root": 41, "chroot": 51,
+                         "unshare": 97, "clone": 220, "setns": 268, **_NEW_MOUNT_API},
 }
 
 SYSCALLS: dict[int, dict[str, int]] = {
@@ -90,25 +124,39 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def _arch_block(arch: int) -> list[bytes]:
+def _arch_block(arch: int, namespaces: bool = False) -> list[bytes]:
     """Instructions for one architecture: load nr, deny the listed calls, allow the rest."""
     block = [_insn(_LD_ABS_W, 0, 0, OFFSET_NR)]
     if arch == AUDIT_ARCH_X86_64:  # x32 calls carry this bit: deny them all
         block += [_insn(_JGE_K, 0, 1, X32_SYSCALL_BIT),
                   _insn(_RET_K, 0, 0, RET_ERRNO | errno.ENOSYS)]
-    for name, nr in sorted(SYSCALLS[arch].items(), key=lambda item: item[1]):
-        block += [_insn(_JEQ_K, 0, 1, nr), _insn(_RET_K, 0, 0, RET_ERRNO | DENIED_ERRNO[name])]
+    denied = dict(SYSCALLS[arch])
+    errnos = dict(DENIED_ERRNO)
+    clone = None
+    if namespaces:
+        calls = dict(NAMESPACE_SYSCALLS[arch])
+        clone = calls.pop("clone")
+        denied.update(calls)
+        errnos.update(NAMESPACE_ERRNO)
+    for name, nr in sorted(denied.items(), key=lambda item: item[1]):
+        block += [_insn(_JEQ_K, 0, 1, nr), _insn(_RET_K, 0, 0, RET_ERRNO | errnos[name])]
+    if clone is not None:
+        # clone with a namespace flag: EPERM; any other clone goes on to the allow below
+        block += [_insn(_JEQ_K, 0, 3, clone), _insn(_LD_ABS_W, 0, 0, OFFSET_ARG0_LOW),
+                  _insn(_JSET_K, 0, 1, CLONE_NEW_FLAGS),
+                  _insn(_RET_K, 0, 0, RET_ERRNO | errno.EPERM)]
     block.append(_insn(_RET_K, 0, 0, RET_ALLOW))
     return block
 
 
-def program(machine: str | None = None) -> bytes:
-    """The filter for ``machine`` (default: this host) as ``struct sock_filter`` array."""
+def program(machine: str | None = None, namespaces: bool = False) -> bytes:
+    """The filter for ``machine`` (default: this host) as ``struct sock_filter`` array;
+    ``namespaces``: deny the namespace and mount calls too (see the module docstring)."""
     name = (machine or platform.machine()).lower()
     arches = ARCHES.get(name)
     if arches is None:
         raise UnsupportedArchitecture(f"no seccomp syscall table for {name!r}")
-    blocks = [_arch_block(arch) for arch in arches]
+    blocks = [_arch_block(arch, namespaces) for arch in arches]
     # dispatch: one "jeq arch" per architecture, then "unknown arch: ENOSYS"
     head = [_insn(_LD_ABS_W, 0, 0, OFFSET_ARCH)]
     n_dispatch = len(arches)

@@ -36,8 +36,7 @@ class Supervisor(snaps.Snapshots):
         self.cfg = cfg
         self.ctl_in = cfg["fds"]["ctl_in"]
         self.ctl_out = cfg["fds"]["ctl_out"]
-        self.tree = tree.Tree("/", scratch_mounts=cfg.get("scratch", []),
-                              mounts=cfg.get("mounts", ()))
+        self.tree = tree.Tree("/", scratch_mounts=cfg.get("scratch", []))
         fds = cfg["fds"]
         self.shell = shell.Shell(cfg["shell"], fds["action_r"], fds["output_w"],
                                  fds["status_w"], cfg["env"])
@@ -84,8 +83,7 @@ class Supervisor(snaps.Snapshots):
 
             site.main()
         # held open: an agent that locks "/" (chmod 000) must not hide a mount from the count
-        tops = ["/" + m for m in self.cfg.get("mounts", ())] or ["/"]
-        for mount in [*tops, *("/" + m for m in self.cfg.get("scratch", []))]:
+        for mount in ["/", *("/" + m for m in self.cfg.get("scratch", []))]:
             self.files_fds.append(os.open(mount, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         base, _skipped = self.tree.capture()
         self.tree.set_base(base)

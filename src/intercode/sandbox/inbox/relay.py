@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 
-from . import freezer, main, proto
+from . import freezer, main, newroot, proto
 
 HEAD = struct.Struct(">BI")
 TO_CTL, TO_ACTION, TO_ARM = 0, 1, 2  # host -> sandbox
@@ -324,10 +324,14 @@ def boot():
                   "output_w": output[1], "status_w": status[1]}
     relay = Relay(stream_in, stream_out, {TO_CTL: ctl_in[1], TO_ACTION: action[1]},
                   {ctl_out[0]: FROM_CTL, output[0]: FROM_OUTPUT, status[0]: FROM_STATUS})
+    root = cfg.pop("root", None)
     program = bytes.fromhex(cfg.pop("seccomp", ""))
-    if program:
+    if root is not None or program:
         try:
-            install_seccomp(program)
+            if root is not None:  # before any agent input: see newroot
+                newroot.enter(root)
+            if program:
+                install_seccomp(program)
         except OSError as exc:
             frame = proto.encode({"ev": "ready", "ok": False, "error": str(exc)})
             _write_blocking(stream_out, HEAD.pack(FROM_CTL, len(frame)) + frame)

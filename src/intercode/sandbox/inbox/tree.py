@@ -11,11 +11,6 @@ upstream's git and md5sum, which ran as root, the diff and the hashes read throu
 permissions: a directory or file the agent made unreadable is opened up for the
 look and its mode put back. Git ignores directory modes and xattrs, so the diff
 does too; a restore brings back every mode and removes every xattr or ACL.
-
-With ``mounts`` (the Docker backend: a read-only root file system with a writable
-tmpfs on each of these top-level directories), the tree is those mounts: the
-root's other entries (the image's ``/usr``, ``/etc``...) are not part of it, and
-the root itself is never written.
 """
 
 import os
@@ -49,13 +44,11 @@ def kind_of(mode):
 class Tree(hashing.Hashing):
     """One writable root and the pristine state it returns to at every restore."""
 
-    def __init__(self, root, scratch_mounts=(), mounts=()):
+    def __init__(self, root, scratch_mounts=()):
         self.root = root
         st = os.lstat(root)
         self.root_dev = st.st_dev
-        self.mounts = frozenset(mounts)
-        self.devs = frozenset(os.lstat(self.abspath(m)).st_dev for m in sorted(self.mounts)) \
-            if self.mounts else frozenset((st.st_dev,))
+        self.devs = frozenset((st.st_dev,))
         self.root_mode = stat.S_IMODE(st.st_mode) | 0o700
         self.scratch_mounts = list(scratch_mounts)
         self.scratch_modes = {}
@@ -105,8 +98,7 @@ class Tree(hashing.Hashing):
             if opened is not None and len(grants.changed) > granted:
                 opened.add(rel)
             for name, child_st in entries or ():
-                if name in prune_names or (self.mounts and not rel
-                                           and name not in self.mounts):
+                if name in prune_names:
                     continue
                 child = join(rel, name)
                 if stat.S_ISDIR(child_st.st_mode):
@@ -223,8 +215,7 @@ class Tree(hashing.Hashing):
         Only pristine directories are listed; anything else found in them is removed
         whole, whatever its modes, depth or kind.
         """
-        if not self.mounts:
-            self._fix_mount_root(self.root, self.root_mode)
+        self._fix_mount_root(self.root, self.root_mode)
         grants = fsops.Grants(keep=True, bits=fsops.NEED_WRITE)
         dirty = set()  # the directories opened up by the scan get their mode back at the end
         current = self._scan(frozenset(), grants, descend=self._pristine_dir, opened=dirty)
@@ -299,8 +290,6 @@ class Tree(hashing.Hashing):
         moved = []
         spare = ".intercode-order-%s" % os.urandom(6).hex()
         for parent in sorted(reorder):
-            if self.mounts and not parent:
-                continue  # a read-only root keeps the image's order
             want = self.pristine.get(parent) if parent else (DIR,)
             if want is None or want[0] != DIR:
                 continue
@@ -327,11 +316,8 @@ class Tree(hashing.Hashing):
         does on recent kernels; it listed the oldest first before), found once by
         creating two files in a directory of the tree's root."""
         if getattr(self, "_order_probe", None) is None:
-            # not in a directory of the tree (its time stamp would change): with mounts,
-            # on a scratch mount (tmpfs too)
-            where = "" if not self.mounts else (self.scratch_mounts[0] if self.scratch_mounts
-                                                else min(self.mounts))
-            probe = self.abspath(join(where, ".intercode-order-%s" % os.urandom(6).hex()))
+            # not in a directory of the tree (its time stamp would change)
+            probe = self.abspath(".intercode-order-%s" % os.urandom(6).hex())
             os.mkdir(probe, 0o700)
             try:
                 for name in ("a", "b"):
@@ -405,8 +391,6 @@ class Tree(hashing.Hashing):
     def _unlocked(self, rel, dirty):
         """Make the parent of ``rel`` writable and remember to restore it afterwards."""
         parent = rel.rpartition("/")[0]
-        if self.mounts and not parent:
-            return  # the read-only root: nothing there is written
         dirty.add(parent)
         path = self.abspath(parent)
         mode = os.lstat(path).st_mode

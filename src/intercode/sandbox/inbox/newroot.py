@@ -1,0 +1,162 @@
+"""Pid 1 of a Docker sandbox, first of all: bubblewrap's root, then no privilege at all.
+
+Docker refuses a tmpfs at ``/``, and the container's writable layer has no size bound
+on most storage drivers, so the container starts read-only, as root, with a handful of
+capabilities (``CAP_SYS_ADMIN``, ``CAP_SETUID``, ``CAP_SETGID``, ``CAP_SETPCAP``,
+``CAP_CHOWN``) and a size-bounded tmpfs Docker mounts at ``spec["root"]``. Before it
+reads anything but the host's configuration (no agent input exists yet), pid 1 builds
+there the root bubblewrap gives the agent: the tmpfs as ``/`` (the agent's, writable,
+bounded), the image's ``/usr`` and ``/etc`` read-only (with Docker's ``/etc`` files and
+intercode's ``passwd`` and ``group``), ``bin``, ``lib``, ``sbin``, ... as the image has
+them (links, or read-only binds), ``/proc`` with every one of Docker's masked and
+read-only paths (a recursive bind of the container's own), ``/dev`` read-only (its
+``shm``, ``pts`` and ``mqueue`` as Docker made them), and no ``/sys``. It detaches the
+old root's mounts, moves the new root over ``/`` and changes its root into it (see
+:func:`switch`; nothing refers to the old root any more), and drops
+every privilege for good: the bounding set, the ambient set, ``setgroups([])``, the
+agent's gid and uid (which clears the permitted and effective sets), an empty ``capset``
+for the inheritable set, ``no_new_privs``, and checks ``/proc/self/status`` that it is
+so. The seccomp filter installed next denies the mount and namespace calls that
+Docker's profile allows a container with ``CAP_SYS_ADMIN``.
+"""
+
+import ctypes
+import os
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
+MS_MOVE, MS_PRIVATE = 8192, 1 << 18
+MNT_DETACH = 2
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+# SECBIT_NOROOT and SECBIT_NO_CAP_AMBIENT_RAISE set, SECBIT_KEEP_CAPS clear: each locked
+# (SECBIT_NO_SETUID_FIXUP stays clear: the change of uid below clears the capabilities)
+SECUREBITS = 0x01 | 0x02 | 0x20 | 0x40 | 0x80
+CAPABILITY_VERSION_3 = 0x20080522
+READ_ONLY = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+
+
+def _mount(source, target, flags, fstype=None):
+    _check(_libc.mount(source and source.encode(), target.encode(),
+                       fstype and fstype.encode(), ctypes.c_ulong(flags), None),
+           "mount %s" % target)
+
+
+def _bind(source, target, remount_flags):
+    """``source`` bound (with its submounts) at ``target``, then the top mount remounted
+    with ``remount_flags`` (``None``: as it is)."""
+    os.mkdir(target, 0o755)
+    _mount(source, target, MS_BIND | MS_REC)
+    if remount_flags is not None:
+        _mount(None, target, remount_flags)
+
+
+def build(new, top_level):
+    """Lay ``new`` (a fresh tmpfs) out as bubblewrap lays out its root."""
+    _bind("/usr", new + "/usr", READ_ONLY)
+    for name in top_level:
+        path = "/" + name
+        if os.path.islink(path):
+            os.symlink(os.readlink(path), new + path)
+        elif os.path.isdir(path):
+            _bind(path, new + path, READ_ONLY)
+    _bind("/etc", new + "/etc", READ_ONLY)
+    _bind("/proc", new + "/proc", None)  # its masked and read-only paths come along
+    _bind("/dev", new + "/dev", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID)
+
+
+def switch(new):
+    """Make ``new`` the root: the old root's own mounts are detached, ``new`` is moved
+    over ``/`` (covering what is left of the old root: the image, read-only) and this
+    process changes its root into it, as ``switch_root`` and runc's ``no_pivot`` do
+    (Docker's seccomp profile denies ``pivot_root`` even with ``CAP_SYS_ADMIN``)."""
+    for target in _old_mounts(new):
+        _libc.umount2(target.encode(), MNT_DETACH)  # one gone with its parent: fine
+    os.chdir(new)
+    _mount(".", "/", MS_MOVE)
+    _check(_libc.chroot(b"."), "chroot")
+    os.chdir("/")
+
+
+def _old_mounts(new):
+    """The old root's mount points but ``/`` and ``new`` and what is under it, deepest
+    first."""
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].encode().decode("unicode_escape")
+            if point in ("/", new) or point.startswith(new + "/"):
+                continue
+            found.append(point)
+    return sorted(set(found), key=lambda p: -p.count("/"))
+
+
+def drop(uid, gid):
+    """Give up every privilege, irrevocably (this process has one thread: the capability
+    calls are per thread)."""
+    _check(_libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0), "securebits")
+    cap = 0
+    while _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
+        cap += 1
+    if cap == 0:
+        _check(-1, "clear the bounding set")
+    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient set")
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(_libc.capset(header, data), "capset")
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    verify(uid, gid)
+
+
+def verify(uid, gid):
+    """Raise unless this process has no capability in any set, ``uid`` and ``gid`` in
+    every slot, no supplementary group, and ``no_new_privs``."""
+    with open("/proc/self/status") as f:
+        status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+    bad = [n for n in CAP_FIELDS if int(status.get(n, "x").strip() or "x", 16) != 0]
+    if [int(v) for v in status["Uid"].split()] != [uid] * 4 \
+            or [int(v) for v in status["Gid"].split()] != [gid] * 4:
+        bad.append("Uid/Gid")
+    if status.get("Groups", "").strip() or status.get("NoNewPrivs", "").strip() != "1":
+        bad.append("Groups/NoNewPrivs")
+    if bad:
+        raise OSError(0, "privileges left after the drop: %s" % ", ".join(bad))
+
+
+def enter(spec):
+    """Build the root at ``spec["root"]``, move in, drop to ``spec["uid"]``/``"gid"``."""
+    try:
+        _enter(spec["root"], int(spec["uid"]), int(spec["gid"]), spec["top_level"])
+    except (ValueError, KeyError, TypeError, IndexError) as exc:  # the caller reports OSError
+        raise OSError(0, "cannot build the sandbox's root: %r" % (exc,)) from None
+
+
+def _enter(new, uid, gid, top_level):
+    _mount(None, "/", MS_REC | MS_PRIVATE)
+    build(new, top_level)
+    for path in (new, *("%s/%s" % (new, n) for n in top_level
+                        if os.path.islink("%s/%s" % (new, n)))):
+        os.lchown(path, uid, gid)  # as bubblewrap's: the agent's
+    shm = new + "/dev/shm"
+    if os.path.ismount(shm):  # Docker's is root's, mode 1777; bubblewrap's the agent's, 755
+        os.chmod(shm, 0o755)
+        os.chown(shm, uid, gid)
+    switch(new)
+    null = os.open("/dev/null", os.O_RDWR)  # 0-2 pointed at the old root's /dev/null
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    drop(uid, gid)
