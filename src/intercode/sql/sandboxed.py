@@ -49,6 +49,7 @@ class SandboxedSqliteSession(SqliteSessionBase):
         super().__init__(backend.store, backend.limits)
         self.backend = backend
         self._box: Sandbox | None = None
+        self._drops: list[int] = []  # snapshots released, forgotten with the next request
 
     def _sandbox(self) -> Sandbox:
         box = self._box
@@ -65,8 +66,13 @@ class SandboxedSqliteSession(SqliteSessionBase):
         return box
 
     def _call(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One request to the engine; EngineError if it did not answer properly."""
-        result = self._sandbox().run(json.dumps(request), kind=kind)
+        """One request to the engine; EngineError if it did not answer properly. The
+        snapshots released since the last request are dropped with it."""
+        box = self._sandbox()
+        if self._drops:
+            request = {**request, "drop": self._drops}
+            self._drops = []
+        result = box.run(json.dumps(request), kind=kind)
         if result.exit_code != 0:  # the engine died during the request, or hung
             if result.timed_out:
                 raise EngineError(timeout_message(self.limits.timeout) + LOST)
@@ -148,6 +154,7 @@ class SandboxedSqliteSession(SqliteSessionBase):
         if self._box is not None:
             self._box.close()
             self._box = None
+        self._drops = []
         self.current_db = ""
 
 
@@ -164,15 +171,13 @@ class EngineSnapshot:
         self.released = False
 
     def release(self) -> None:
-        """Drop it in the engine (if that engine still runs; idempotent)."""
+        """Drop it in the engine with the session's next request (if that engine still
+        runs; idempotent; no round trip of its own)."""
         if self.released:
             return
         self.released = True
         if self.session._box is self.box and self.box.alive:
-            try:
-                self.session._call("drop", {"id": self.ident})
-            except EngineError:
-                pass
+            self.session._drops.append(self.ident)
 
 
 class RemoteConnection:
