@@ -79,7 +79,13 @@ class Sandbox(ABC):
 
     @abstractmethod
     def start(self) -> None:
-        """Start the sandbox (idempotent)."""
+        """Start the sandbox (idempotent); after :meth:`begin`, wait until it is ready."""
+
+    def begin(self) -> None:
+        """Start the sandbox's processes without waiting until they are ready, so that
+        it boots while the caller goes on (a warm spare for ``fork()``); :meth:`start`
+        then waits for it. By default the same as :meth:`start`."""
+        self.start()
 
     @abstractmethod
     def close(self) -> None:

@@ -132,6 +132,7 @@ class BwrapSandbox(base.Sandbox):
         self._stderr_fd: int | None = None
         self._tree_id: str | None = None
         self._net: SandboxNetwork | None = None
+        self._booting = False  # spawned by begin(), not known ready yet
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -152,13 +153,29 @@ class BwrapSandbox(base.Sandbox):
                 and not self._channel.closed)
 
     def start(self) -> None:
-        """Start the sandbox and the supervisor; wait until it is ready."""
+        """Start the sandbox and the supervisor (or finish :meth:`begin`); wait until it
+        is ready."""
+        if self._spawned() and not self._booting:
+            return
+        try:
+            if not self._spawned():
+                self._spawn()
+            self._booting = True
+            self._await_ready()
+            self._after_ready()
+            self._booting = False
+        except BaseException:
+            self.close()
+            raise
+
+    def begin(self) -> None:
+        """Spawn the sandbox without waiting for it: it boots (the supervisor compiles
+        its modules, sets up the tree) while the caller goes on; :meth:`start` waits."""
         if self._spawned():
             return
         try:
             self._spawn()
-            self._await_ready()
-            self._after_ready()
+            self._booting = True
         except BaseException:
             self.close()
             raise
@@ -172,12 +189,16 @@ class BwrapSandbox(base.Sandbox):
         bwrap = find_bwrap()
         self._net = SandboxNetwork(self.layout.network)  # fails first if slirp4netns is missing
         pipes = {name: os.pipe2(os.O_CLOEXEC) for name in
-                 ("cfg", "ctl_in", "ctl_out", "action", "output", "status")}
+                 ("ctl_in", "ctl_out", "action", "output", "status")}
+        # the boot code and the configuration: a memory file written whole before the
+        # sandbox starts, so that spawning never waits for the sandbox to read them
+        # (begin() returns at once; a pipe blocked until the sandbox's Python ran)
+        cfg_fd = os.memfd_create("intercode-cfg", os.MFD_CLOEXEC)
         inside = {name: _above_fixed(fd) for name, fd in (
-            ("cfg", pipes["cfg"][0]), ("ctl_in", pipes["ctl_in"][0]),
+            ("cfg", cfg_fd), ("ctl_in", pipes["ctl_in"][0]),
             ("ctl_out", pipes["ctl_out"][1]), ("action_r", pipes["action"][0]),
             ("output_w", pipes["output"][1]), ("status_w", pipes["status"][1]))}
-        host = {"cfg": pipes["cfg"][1], "ctl_in": pipes["ctl_in"][1],
+        host = {"ctl_in": pipes["ctl_in"][1],
                 "ctl_out": pipes["ctl_out"][0], "action_w": pipes["action"][1],
                 "output_r": pipes["output"][0], "status_r": pipes["status"][0]}
         etc_fds = {}
@@ -188,6 +209,7 @@ class BwrapSandbox(base.Sandbox):
             etc_fds[name] = fd
         self._stderr_fd = os.memfd_create("bwrap-stderr", os.MFD_CLOEXEC)
         filter_fd = seccomp.program_fd()
+        self._host_fds = list(host.values())  # closed by close() if the start fails
         argv = [bwrap, *self._namespace_args(), "--seccomp", str(filter_fd),
                 *self.layout.mount_args(self.limits, etc_fds),
                 "--chdir", "/", "--", self.python, "-I", "-S", "-c", BOOT, str(inside["cfg"])]
@@ -195,6 +217,9 @@ class BwrapSandbox(base.Sandbox):
         if os.geteuid() == 0:
             run_as = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
         try:
+            proto.write_all(inside["cfg"], proto.encode(_inbox_sources())
+                            + proto.encode(self._config(inside), self.shell_data))
+            os.lseek(inside["cfg"], 0, os.SEEK_SET)
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=self._stderr_fd,
@@ -208,20 +233,11 @@ class BwrapSandbox(base.Sandbox):
             for fd in [*inside.values(), *etc_fds.values(), filter_fd]:
                 os.close(fd)
             self._net.spawned()
-        self._host_fds = list(host.values())
         self._channel = Channel(host["ctl_in"], host["ctl_out"])
         self._io = ShellIO(host["action_w"], host["output_r"], host["status_r"],
                            self._channel, self.limits, self._restart,
                            interrupt_signal="SIGINT" if self.shell in ("python", "sqlite")
                            else None, freeze=self.shell != "sqlite")
-        cfg = self._config(inside)
-        try:
-            proto.write_all(host["cfg"], proto.encode(_inbox_sources()))
-            proto.write_all(host["cfg"], proto.encode(cfg, self.shell_data))
-        except OSError:
-            pass  # bwrap failed early; _await_ready reports why
-        os.close(host["cfg"])
-        self._host_fds.remove(host["cfg"])
 
     def _namespace_args(self) -> list[str]:
         args = ["--unshare-all", "--unshare-user", "--disable-userns",
@@ -301,6 +317,7 @@ class BwrapSandbox(base.Sandbox):
         self._channel = None
         self._io = None
         self._tree_id = None
+        self._booting = False
 
     def __del__(self) -> None:
         try:

@@ -92,8 +92,11 @@ class ShellIO:
         self._freeze_n = 0  # number of the last freeze request
 
     def fresh_shell(self, pid: int, cwd: str) -> None:
-        """Forget everything of the previous shell (called after reset / restart)."""
+        """Forget everything of the previous shell (called after reset / restart). The
+        supervisor thawed the sandbox and cancelled any pending freeze when it started
+        the new shell, so the next action needs no thaw."""
         self.shell_pid = pid
+        self._maybe_frozen = False
         self.cwd = cwd
         self._status = bytearray()
         self._read_all(self.status_r, None)

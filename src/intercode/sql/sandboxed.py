@@ -17,7 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from intercode.envs.snapshot import ExecState
-from intercode.errors import SnapshotError
+from intercode.errors import SandboxError, SnapshotError
 from intercode.sandbox import Sandbox, create_sandbox
 from intercode.sandbox.inbox import sqlrepl
 from intercode.sandbox.limits import Limits, MiB
@@ -50,9 +50,27 @@ class SandboxedSqliteSession(SqliteSessionBase):
         self.backend = backend
         self._box: Sandbox | None = None
         self._drops: list[int] = []  # snapshots released, forgotten with the next request
+        self._booting = False  # the engine's sandbox was begun by prestart()
+
+    def prestart(self) -> bool:
+        """Begin the engine's sandbox without waiting for it (a fork's spare)."""
+        if self._box is None:
+            box = create_sandbox(self.backend.sandbox_backend,
+                                 sandbox_limits(self.limits.timeout), shell="sqlite",
+                                 shell_data=self.backend.images())
+            box.begin()
+            self._box, self._booting = box, True
+        return True
 
     def _sandbox(self) -> Sandbox:
         box = self._box
+        if self._booting and box is not None:  # begun by prestart(): finish it
+            self._booting = False
+            try:
+                box.start()
+                box.reset()
+            except SandboxError:  # it died while booting: a new one starts below
+                box.close()
         if box is None or not box.alive:
             if box is not None:
                 box.close()
