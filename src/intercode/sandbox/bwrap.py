@@ -427,13 +427,63 @@ class BwrapSandbox(base.Sandbox):
         register the held interpreter ``held``)."""
         reply, _ = self._request(self._with_drops({"op": "tree_snap", "id": ident,
                                                    "held": held}))
+        return self._snap_info(reply)
+
+    def tree_snapshot_during(self, ident: int, action: str) -> tuple[ExecResult,
+                                                                    base.TreeSnapshotInfo]:
+        """Run ``action`` in the shell while the supervisor keeps the tree as snapshot
+        ``ident``: both at once, one wait instead of two (the shell's capture runs only
+        builtins, which neither start processes nor touch files)."""
+        if not self.alive or self._io is None or self._io.shell_pid is None:
+            raise SandboxError("the sandbox is not running or has no shell (call load/reset)")
+        replies: list[dict[str, Any]] = []
+
+        def snap() -> None:
+            replies.append(self._request(self._with_drops({"op": "tree_snap", "id": ident,
+                                                           "held": None}))[0])
+
+        result = self._io.run(action, self.limits.timeout, meanwhile=snap)
+        return result, self._snap_info(replies[0])
+
+    def hold_during(self, ident: int) -> tuple[int, base.TreeSnapshotInfo]:
+        """Hold a copy of the interpreter while the supervisor keeps the tree as snapshot
+        ``ident`` (one wait instead of two); the held copy is then registered with a
+        request that has no reply (the supervisor checks that it is the interpreter's
+        child, else a restore of this snapshot says it is gone), which also counts the
+        background processes (a restore reports them: the info's count is 0)."""
+        if not self.alive or self._io is None or self._io.shell_pid is None:
+            raise SandboxError("the sandbox is not running or has no shell (call load/reset)")
+        replies: list[dict[str, Any]] = []
+
+        def snap() -> None:
+            replies.append(self._request(self._with_drops({"op": "tree_snap", "id": ident,
+                                                           "held": None, "count": False}))[0])
+
+        result = self._io.run("", self.limits.timeout, kind="hold", meanwhile=snap)
+        pid = self._held_pid(result)
+        assert self._channel is not None
+        self._channel.send({"op": "held", "pid": pid, "id": ident})
+        try:
+            return pid, self._snap_info(replies[0])
+        except SnapshotError:
+            self.drop_held(pid)
+            raise
+
+    def _held_pid(self, result: ExecResult) -> int:
+        try:
+            return int(json.loads(result.reply or "")["pid"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SnapshotError("the interpreter did not hold a copy of itself: "
+                                f"{result.observation[-200:]}") from exc
+
+    def _snap_info(self, reply: dict[str, Any]) -> base.TreeSnapshotInfo:
         if reply.get("refused"):
             raise SnapshotError(f"the snapshot was refused: {reply['refused']}")
         return base.TreeSnapshotInfo(cwd=str(reply.get("cwd", "/")),
                                      background=int(reply.get("background", 0)))
 
     def tree_restore(self, ident: int, cwd: str, held: int | None = None,
-                     replay: str | None = None) -> None:
+                     replay: str | None = None) -> int | None:
         """Bring the tree to snapshot ``ident``; a fresh shell in ``cwd`` (or ``held``)
         that runs ``replay`` first (Bash; one that does not fit an argument is run as an
         action after the restore)."""
@@ -460,6 +510,7 @@ class BwrapSandbox(base.Sandbox):
         self._after_new_shell(reply, cwd)
         if late is not None:
             self.run(late)
+        return int(reply["background"]) if "background" in reply else None
 
     def tree_drop(self, ident: int) -> None:
         """Forget tree snapshot ``ident`` with the next snapshot request (no round trip)."""
@@ -480,12 +531,7 @@ class BwrapSandbox(base.Sandbox):
 
     def hold(self) -> int:
         """Fork a held copy of the interpreter (registered by the next tree snapshot)."""
-        result = self.run("", kind="hold")
-        try:
-            return int(json.loads(result.reply or "")["pid"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SnapshotError("the interpreter did not hold a copy of itself: "
-                                f"{result.observation[-200:]}") from exc
+        return self._held_pid(self.run("", kind="hold"))
 
     def drop_held(self, pid: int) -> None:
         """Kill held copy ``pid`` with the next snapshot request (no round trip)."""

@@ -129,6 +129,9 @@ class Supervisor(snaps.Snapshots):
         if op in NO_REPLY:
             self.freezer.request(msg)
             return
+        if op == "held":  # no reply either (see snaps.register_held)
+            self.register_held(msg)
+            return
         handler = getattr(self, "op_" + str(op), None)
         started = time.perf_counter()
         try:
