@@ -161,21 +161,3 @@ def test_the_environment_variable_turns_the_spare_off(monkeypatch: pytest.Monkey
         assert env._spare is None
     finally:
         env.close()
-
-
-def test_the_agent_cannot_see_the_spare() -> None:
-    """The spare is a sandbox of its own: the agent's process list does not change."""
-    env = intercode.make("bash", dataset=testing.small_dataset("bash")).unwrapped
-    assert isinstance(env, IntercodeEnv)
-    count = "ls /proc | grep -c '^[0-9]'"
-    try:
-        env.reset(options={"task": 0})
-        before = env.step(count)[0]
-        env.fork().close()
-        spare = spare_of(env)
-        spare_box = agent_box_begun(spare)
-        spare_box.start()  # booted: its processes run now
-        assert env.step(count)[0] == before
-        assert env.step("ps -e -o args | grep -c '^/bin/bash' || true")[0].strip() == "1"
-    finally:
-        env.close()
