@@ -9,7 +9,10 @@ When the host runs as root, the sandbox runs as the unprivileged host user
 
 from __future__ import annotations
 
+import base64
 import fcntl
+import functools
+import hashlib
 import json
 import logging
 import os
@@ -54,19 +57,40 @@ BOOT = (
     "        if not c: sys.exit(3)\n"
     "        b+=c\n"
     "    return b\n"
-    "j,_=unpack('>II',rd(8))\n"
+    "j,k=unpack('>II',rd(8))\n"
+    "mods=json.loads(rd(j));blob=rd(k)\n"
     "pkg=types.ModuleType('icbox');pkg.__path__=[];sys.modules['icbox']=pkg\n"
-    "for name,src in json.loads(rd(j)):\n"
+    "codes=None\n"
+    "if isinstance(mods,dict):\n"
+    "    import marshal\n"
+    "    if blob and mods['version']==sys.version:\n"
+    "        codes=marshal.loads(blob)\n"
+    "    mods=mods['sources']\n"
+    "if codes is None:\n"
+    "    codes=[compile(src,'<icbox/'+name+'.py>','exec') for name,src in mods]\n"
+    "    pkg.CODE=codes\n"
+    "for (name,_),code in zip(mods,codes):\n"
     "    m=types.ModuleType('icbox.'+name);m.__package__='icbox'\n"
     "    sys.modules['icbox.'+name]=m;setattr(pkg,name,m)\n"
-    "    exec(compile(src,'<icbox/'+name+'.py>','exec'),m.__dict__)\n"
+    "    exec(code,m.__dict__)\n"
     "sys.modules['icbox.main'].main(sys.argv[1:])\n"
 )
+# The boot code's modules compiled by a sandbox's own Python (marshal), by key (the
+# Python, the root file system, the sources): a sandbox that boots from them skips
+# compiling (most of its start). The first sandbox of a key compiles and hands them
+# over with its readiness, before any of the agent's code runs in it.
+_COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
 
 
+@functools.cache
 def _inbox_sources() -> list[list[str]]:
     pkg = resources.files("intercode.sandbox.inbox")
     return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")] for name in MODULES]
+
+
+@functools.cache
+def _sources_digest() -> str:
+    return hashlib.sha256(json.dumps(_inbox_sources()).encode()).hexdigest()
 
 
 def _above_fixed(fd: int) -> int:
@@ -217,8 +241,14 @@ class BwrapSandbox(base.Sandbox):
         if os.geteuid() == 0:
             run_as = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
         try:
-            proto.write_all(inside["cfg"], proto.encode(_inbox_sources())
-                            + proto.encode(self._config(inside), self.shell_data))
+            version, compiled = _COMPILED.get(self._code_key(), ("", b""))
+            cfg = self._config(inside)
+            if not compiled:
+                cfg["send_code"] = True
+            proto.write_all(inside["cfg"],
+                            proto.encode({"sources": _inbox_sources(), "version": version},
+                                         compiled)
+                            + proto.encode(cfg, self.shell_data))
             os.lseek(inside["cfg"], 0, os.SEEK_SET)
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -277,10 +307,23 @@ class BwrapSandbox(base.Sandbox):
             if ready:
                 if not ready[0].get("ok"):
                     raise SandboxError(f"sandbox supervisor failed: {ready[0].get('error')}")
+                self._keep_code(ready[0])
                 return
             if self._ended():
                 break
         raise SandboxUnavailableError(self._startup_failure())
+
+    def _code_key(self) -> tuple[str, str, str]:
+        return (self.python, str(self.layout.rootfs), _sources_digest())
+
+    def _keep_code(self, ready: dict[str, Any]) -> None:
+        """Keep the compiled modules a freshly booted sandbox handed over (see BOOT)."""
+        code, version = ready.get("code"), ready.get("version")
+        if isinstance(code, str) and isinstance(version, str) and version:
+            try:
+                _COMPILED[self._code_key()] = (version, base64.b64decode(code, validate=True))
+            except ValueError:
+                return
 
     def _startup_failure(self) -> str:
         code = self._proc.poll() if self._proc else None

@@ -395,7 +395,17 @@ def run(cfg, data):
     sup.shell.data = data
     try:
         sup.setup()
-        proto.write_all(sup.ctl_out, proto.encode({"ev": "ready", "ok": True, "pid": os.getpid()}))
+        ready = {"ev": "ready", "ok": True, "pid": os.getpid()}
+        compiled = getattr(sys.modules.get("icbox"), "CODE", None)
+        if cfg.get("send_code") and compiled is not None:
+            # the boot's modules as this Python compiled them (before any of the agent's
+            # code ran), so that the host's next sandboxes boot without compiling
+            import base64
+            import marshal
+
+            ready["code"] = base64.b64encode(marshal.dumps(compiled)).decode("ascii")
+            ready["version"] = sys.version
+        proto.write_all(sup.ctl_out, proto.encode(ready))
     except Exception as exc:
         msg = {"ev": "ready", "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
         proto.write_all(sup.ctl_out, proto.encode(msg))
