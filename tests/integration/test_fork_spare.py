@@ -161,3 +161,15 @@ def test_the_environment_variable_turns_the_spare_off(monkeypatch: pytest.Monkey
         assert env._spare is None
     finally:
         env.close()
+
+
+def test_begin_spare_makes_even_the_first_fork_take_a_spare(env: IntercodeEnv) -> None:
+    env.begin_spare()
+    spare = spare_of(env)
+    fork = env.fork()
+    try:
+        assert fork is spare
+        name = env.env_name
+        assert fork.step(READ[name])[0] == env.step(READ[name])[0]
+    finally:
+        fork.close()

@@ -250,6 +250,11 @@ class IntercodeEnv(gym.Env[str, str]):
             spare.close()
         return None
 
+    def begin_spare(self) -> None:
+        """Begin the warm spare now, so that even the first :meth:`fork` finds one ready
+        (by default the first fork starts a sibling itself and begins the spare)."""
+        self._refill_spare()
+
     def drop_spare(self) -> None:
         """Close the warm spare of :meth:`fork`, if one is kept (a new one is begun by
         the next fork, unless :attr:`fork_spare` is False)."""
