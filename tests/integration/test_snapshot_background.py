@@ -55,3 +55,24 @@ def test_a_snapshot_without_background_processes_restores_without_a_note(
         env.restore(snap)
         assert NOTE not in env.step(PROBE[name])[0]
         snap.release()
+
+
+def test_a_python_snapshot_is_kept_before_the_next_action_runs() -> None:
+    """The held copy is registered (and the processes counted) before the interpreter
+    gets its next action: one that exits the interpreter at once, or starts a process,
+    right after the snapshot changes neither the restore nor its note."""
+    env = intercode.make("python", dataset=testing.small_dataset("python")).unwrapped
+    assert isinstance(env, IntercodeEnv)
+    try:
+        env.reset(options={"task": 0})
+        env.step("x = 7")
+        for action in ("import os; os._exit(0)",
+                       "import subprocess; _q = subprocess.Popen(['sleep', '300'])"):
+            for _ in range(5):
+                snap = env.snapshot()
+                env.step(action)
+                env.restore(snap)
+                assert env.step("print(x)")[0] == "7\n"
+                snap.release()
+    finally:
+        env.close()

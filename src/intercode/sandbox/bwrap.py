@@ -157,6 +157,7 @@ class BwrapSandbox(base.Sandbox):
         self._tree_id: str | None = None
         self._net: SandboxNetwork | None = None
         self._booting = False  # spawned by begin(), not known ready yet
+        self._held_pending: int | None = None  # a held copy's registration not confirmed
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -361,6 +362,7 @@ class BwrapSandbox(base.Sandbox):
         self._io = None
         self._tree_id = None
         self._booting = False
+        self._held_pending = None
 
     def __del__(self) -> None:
         try:
@@ -418,6 +420,7 @@ class BwrapSandbox(base.Sandbox):
         """
         if not self.alive or self._io is None or self._io.shell_pid is None:
             raise SandboxError("the sandbox is not running or has no shell (call load/reset)")
+        self._await_held()
         if kind is not None and self.shell == "bash":
             raise ValueError("action kinds exist only for the python and sqlite shells")
         return self._io.run(action, self.limits.timeout if timeout is None else timeout, kind)
@@ -502,15 +505,34 @@ class BwrapSandbox(base.Sandbox):
             replies.append(self._request(self._with_drops({"op": "tree_snap", "id": ident,
                                                            "held": None, "count": False}))[0])
 
+        self._await_held()
         result = self._io.run("", self.limits.timeout, kind="hold", meanwhile=snap)
         pid = self._held_pid(result)
         assert self._channel is not None
         self._channel.send({"op": "held", "pid": pid, "id": ident})
+        self._held_pending = ident
         try:
             return pid, self._snap_info(replies[0])
         except SnapshotError:
             self.drop_held(pid)
             raise
+
+    def _await_held(self, timeout: float = 30.0) -> None:
+        """Wait until the supervisor confirmed the last held copy's registration (its
+        ``held`` event) before the interpreter gets an action: the agent's code must
+        not run before the copy is kept and the processes counted. Requests to the
+        supervisor need no wait (it answers them in order)."""
+        ident = self._held_pending
+        if ident is None or self._channel is None:
+            return
+        deadline = time.monotonic() + timeout
+        while not any(ev.get("id") == ident for ev in self._channel.take_events("held")):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxError("the sandbox did not confirm a snapshot's held interpreter")
+            select.select([self._channel.read_fd], [], [], remaining)
+            self._channel.pump()
+        self._held_pending = None
 
     def _held_pid(self, result: ExecResult) -> int:
         try:

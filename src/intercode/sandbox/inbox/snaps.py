@@ -78,7 +78,8 @@ class Snapshots:
         request without reply, sent right after the hold: the tree was copied meanwhile,
         without counting the processes, which are counted now, the copy excepted, and
         reported by a restore). A pid that is not a child of the interpreter is ignored:
-        restoring its snapshot says it is gone."""
+        restoring its snapshot says it is gone. A ``held`` event says it is done: the
+        host sends the interpreter no action before it (requests to us come in order)."""
         try:
             pid, ident = int(msg["pid"]), int(msg["id"])
         except (KeyError, TypeError, ValueError):
@@ -87,6 +88,8 @@ class Snapshots:
             self.held.add(pid)
         if ident in self.tree_snaps:
             self.counted[ident] = self.background()
+        # the host writes no action to the interpreter before this (see bwrap.py)
+        proto.write_all(self.ctl_out, proto.encode({"ev": "held", "id": ident}))
 
     def op_tree_snap(self, msg, blob):
         """Keep the tree's state now as snapshot ``id`` (and register ``held``)."""
