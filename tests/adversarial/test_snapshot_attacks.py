@@ -179,3 +179,30 @@ def test_a_shell_state_too_big_for_an_argument_is_replayed_after_the_restore():
         assert env.step("echo ${#BIG}")[0] == "150000\n"
     finally:
         env.close()
+
+
+def test_the_agent_cannot_see_or_reach_the_fork_spare():
+    """The warm spare of fork() (a sibling begun for the next fork) is a sandbox of its
+    own: the agent's process list does not change when it exists, and killing every
+    process the agent can see leaves it whole (the next fork uses it and works)."""
+    env = make("bash")
+    count = "ls /proc | grep -c '^[0-9]'"
+    try:
+        env.step("echo parent > /tmp/f")
+        before = env.step(count)[0]
+        env.fork().close()
+        assert env._spare is not None
+        spare = env._spare.result()
+        assert spare is not None
+        spare._agent.start()  # booted: its processes run now
+        assert env.step(count)[0] == before
+        env.step("kill -9 -1")  # everything the agent can signal
+        assert spare._agent.alive
+        fork = env.fork()
+        try:
+            assert fork is spare
+            assert fork.step("cat /tmp/f")[0] == "parent\n"
+        finally:
+            fork.close()
+    finally:
+        env.close()

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
+import os
+import threading
 from abc import abstractmethod
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NoReturn, SupportsFloat, SupportsIndex
 
 import gymnasium as gym
@@ -21,6 +25,8 @@ from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState, Registry, Snapshot
 from intercode.envs.spaces import AnyText
 from intercode.errors import ConfigError, EnvStateError, SnapshotUnsupported, TaskUnavailable
+
+log = logging.getLogger(__name__)
 
 
 class Evaluation:
@@ -68,6 +74,9 @@ class IntercodeEnv(gym.Env[str, str]):
         self._available: list[int] | None = None
         self._snapshots = Registry()
         self.restore_note = ""  # said with the first observation after a restore
+        self._spare: Future[IntercodeEnv | None] | None = None  # see fork_spare
+        self._fork_spare = os.environ.get("INTERCODE_FORK_SPARE", "1") != "0"
+        self._spareless = False  # prestart() said this environment cannot keep a spare
 
     @classmethod
     def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> IntercodeEnv:
@@ -174,6 +183,79 @@ class IntercodeEnv(gym.Env[str, str]):
         args, kwargs = self._init_args
         return type(self)(*args, **kwargs)
 
+    @property
+    def fork_spare(self) -> bool:
+        """Whether :meth:`fork` keeps a warm spare: a sibling whose sandboxes boot in the
+        background, begun by each fork for the next one (its memory: one more agent
+        sandbox). On by default; off with ``INTERCODE_FORK_SPARE=0`` or by setting this
+        to False, which also closes the spare kept now."""
+        return self._fork_spare
+
+    @fork_spare.setter
+    def fork_spare(self, on: bool) -> None:
+        self._fork_spare = bool(on)
+        if not on:
+            self.drop_spare()
+
+    def prestart(self) -> bool:
+        """Begin starting what a fork needs (the agent's sandbox) without waiting for it,
+        so that it boots in the background; the environment's first use waits for it.
+        Returns whether anything was begun (``False``: this environment keeps no warm
+        spare, e.g. plugins and the MySQL backend, whose start is not a sandbox's)."""
+        return False
+
+    def _take_spare(self) -> IntercodeEnv | None:
+        """The warm spare, handed over (``None`` if there is none or it failed)."""
+        pending, self._spare = self._spare, None
+        spare = pending.result() if pending is not None else None
+        if spare is not None:
+            spare.fork_spare = self.fork_spare
+        elif pending is not None and self._spareless:
+            self.fork_spare = False  # this environment cannot begin one: stop trying
+        return spare
+
+    def _refill_spare(self) -> None:
+        """Begin a new warm spare for the next :meth:`fork` (if enabled and none is kept).
+
+        The spare is a sibling of its own, sandboxes included: nothing of it is reachable
+        from this environment's sandboxes, and it is closed with this environment. It is
+        built on the process's spare-starting thread (:func:`spare_starter`), so that the
+        caller does not wait for its processes to be spawned; its sandboxes then live
+        until it is closed (or the process ends), whichever thread uses it.
+        """
+        if not self.fork_spare or self._spare is not None:
+            return
+        self._spare = spare_starter().submit(self._begin_spare)
+
+    def _begin_spare(self) -> IntercodeEnv | None:
+        """A sibling whose sandboxes were begun (on the spare-starting thread), or ``None``
+        (a failure to begin one is not an error: the next fork starts a sibling itself)."""
+        spare = None
+        try:
+            spare = self.sibling()
+            spare._fork_spare = False  # a spare keeps no spare of its own
+            if spare.prestart():
+                return spare
+            self._spareless = True  # nothing to gain here: do not build siblings again
+        except Exception:  # e.g. no sandbox can start now: fork() will say why
+            log.debug("could not begin a spare environment for fork()", exc_info=True)
+        if spare is not None:
+            spare.close()
+        return None
+
+    def begin_spare(self) -> None:
+        """Begin the warm spare now, so that even the first :meth:`fork` finds one ready
+        (by default the first fork starts a sibling itself and begins the spare)."""
+        self._refill_spare()
+
+    def drop_spare(self) -> None:
+        """Close the warm spare of :meth:`fork`, if one is kept (a new one is begun by
+        the next fork, unless :attr:`fork_spare` is False)."""
+        pending, self._spare = self._spare, None
+        spare = pending.result() if pending is not None else None
+        if spare is not None:
+            spare.close()
+
     def snapshot(self) -> Snapshot:
         """An opaque handle to the episode's state now: task, turn count, history and the
         execution state. Restore it with :meth:`restore`; free it with ``release()``
@@ -200,10 +282,13 @@ class IntercodeEnv(gym.Env[str, str]):
     def fork(self, into: IntercodeEnv | None = None) -> IntercodeEnv:
         """A second, independent environment in this one's state.
 
-        By default a new one (:meth:`sibling`: its sandboxes start, which is most of the
-        cost); ``into``: an environment made beforehand with the same arguments (a warm
-        pool), whose episode is replaced. Create environments on the thread that will use
-        them: their sandboxes die with the thread that started them.
+        By default a new one: the warm spare this environment keeps (a sibling whose
+        sandboxes were begun by the previous fork and booted in the background), else a
+        new :meth:`sibling` (its sandboxes start, which is most of the cost); a new spare
+        is then begun (see :attr:`fork_spare`). ``into``: an environment made beforehand
+        with the same arguments (a warm pool), whose episode is replaced. Create
+        environments on the thread that will use them: their sandboxes die with the
+        thread that started them (a fork's, begun as a spare, live until it is closed).
         """
         task = self.task
         if task is None:
@@ -216,7 +301,7 @@ class IntercodeEnv(gym.Env[str, str]):
         state = self.fork_state()
         turn, done, history = self.turn, self.done, list(self.history)
         try:
-            other = self.sibling() if into is None else into
+            other = into if into is not None else (self._take_spare() or self.sibling())
             try:
                 other.reset(options={"task": task.index})
                 self.transfer_state(state, other)
@@ -228,6 +313,8 @@ class IntercodeEnv(gym.Env[str, str]):
                 raise
         finally:
             state.release()
+        if into is None:
+            self._refill_spare()
         return other
 
     # -- pickling ------------------------------------------------------------------------
@@ -320,8 +407,10 @@ class IntercodeEnv(gym.Env[str, str]):
         return text
 
     def close(self) -> None:
-        """Release the snapshots of this environment (subclasses also stop sandboxes)."""
+        """Release the snapshots of this environment and close the warm spare of
+        :meth:`fork` (subclasses also stop sandboxes)."""
         self._snapshots.release_all()
+        self.drop_spare()
         super().close()
 
     def last_observation(self) -> str:
@@ -334,6 +423,20 @@ class IntercodeEnv(gym.Env[str, str]):
         assert self.task is not None
         return {"task": self.task.index, "dataset": self.dataset.name,
                 "source": self.task.source, "source_index": self.task.source_index}
+
+
+_starter: ThreadPoolExecutor | None = None
+_starter_lock = threading.Lock()
+
+
+def spare_starter() -> ThreadPoolExecutor:
+    """The process's thread that begins the warm spares of ``fork()`` (one, made on first
+    use, kept until the process ends: a sandbox dies with the thread that spawned it)."""
+    global _starter
+    with _starter_lock:
+        if _starter is None:
+            _starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="intercode-spare")
+        return _starter
 
 
 def not_picklable(env: IntercodeEnv) -> str:

@@ -93,6 +93,7 @@ class BashEnv(IntercodeEnv):
                                                            layout=self.layout)
         self.upstream_quirks = upstream_quirks
         self._agent: Sandbox | None = None
+        self._booting = False  # the agent's sandbox was begun by prestart()
         self._gold: Sandbox | None = None
         self._gold_cache: tuple[BashSnapshot, ExecResult] | None = None
         # the fingerprints of a stored gold result (the gold sandbox then never ran)
@@ -105,6 +106,13 @@ class BashEnv(IntercodeEnv):
 
     def _sandbox(self, which: str) -> Sandbox:
         current = self._agent if which == "agent" else self._gold
+        if which == "agent" and self._booting:  # begun by prestart(): wait until ready
+            self._booting = False
+            if current is not None:
+                try:
+                    current.start()
+                except SandboxError:  # it died while booting: a new one starts below
+                    current.close()
         if current is None or not current.alive:
             if current is not None:
                 current.close()
@@ -123,6 +131,14 @@ class BashEnv(IntercodeEnv):
         self._sandbox("agent")
         if self._gold_disk is None:
             self._sandbox("gold")
+
+    def prestart(self) -> bool:
+        """Begin the agent's sandbox (a fork's spare; the gold's starts when scoring)."""
+        if self._agent is None:
+            box = self._factory(self.limits)
+            box.begin()
+            self._agent, self._booting = box, True
+        return True
 
     def load_task(self, task: Task) -> None:
         """Restore the task's prepared file system and start a fresh shell."""

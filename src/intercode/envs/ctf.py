@@ -25,7 +25,7 @@ from intercode.envs.ctf_python import ALIAS_DIR, alias_entries, needs_crypto_ali
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState
-from intercode.errors import ConfigError, SnapshotError, TaskUnavailable
+from intercode.errors import ConfigError, SandboxError, SnapshotError, TaskUnavailable
 from intercode.sandbox import create_sandbox, require_backend
 from intercode.sandbox.base import Sandbox
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
@@ -97,10 +97,18 @@ class CtfEnv(IntercodeEnv):
         self.max_submissions = max_submissions
         self.upstream_quirks = upstream_quirks
         self._box: Sandbox | None = None
+        self._booting = False  # the sandbox was begun by prestart()
         self._submissions = 0
         self._solved = False
 
     def _sandbox(self) -> Sandbox:
+        if self._booting:  # begun by prestart(): wait until ready
+            self._booting = False
+            if self._box is not None:
+                try:
+                    self._box.start()
+                except SandboxError:  # it died while booting: a new one starts below
+                    self._box.close()
         if self._box is None or not self._box.alive:
             if self._box is not None:
                 self._box.close()
@@ -111,6 +119,14 @@ class CtfEnv(IntercodeEnv):
     def warm_up(self) -> None:
         """Start the sandbox."""
         self._sandbox()
+
+    def prestart(self) -> bool:
+        """Begin the sandbox (a fork's spare)."""
+        if self._box is None:
+            box = create_sandbox(self.backend, self.limits, self.layout)
+            box.begin()
+            self._box, self._booting = box, True
+        return True
 
     def unavailable(self, task: Task) -> str | None:
         """Tasks that need the network (when it is off) or miss their files cannot run."""

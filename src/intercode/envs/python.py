@@ -84,12 +84,21 @@ class PythonEnv(IntercodeEnv):
                               f"not {test_timeout!r}")
         self.test_timeout = float(test_timeout)
         self._boxes: dict[str, Sandbox] = {}
+        self._booting = False  # the agent's sandbox was begun by prestart()
         self._functions: list[str] = []
         self._gold: list[Outcome] | None = None
         self._splits: list[SplitTest] | None = None
 
     def _sandbox(self, which: str) -> Sandbox:
         box = self._boxes.get(which)
+        if which == "agent" and self._booting:  # begun by prestart(): finish it
+            self._booting = False
+            if box is not None:
+                try:
+                    box.start()
+                    box.load(EMPTY)
+                except SandboxError:  # it died while booting: a new one starts below
+                    box.close()
         if box is None or not box.alive:
             if box is not None:
                 box.close()
@@ -103,6 +112,14 @@ class PythonEnv(IntercodeEnv):
         """Start both sandboxes."""
         self._sandbox("agent")
         self._sandbox("gold")
+
+    def prestart(self) -> bool:
+        """Begin the agent's sandbox (a fork's spare; the gold's starts when scoring)."""
+        if "agent" not in self._boxes:
+            box = create_sandbox(self.backend, self.limits, self.layout, shell="python")
+            box.begin()
+            self._boxes["agent"], self._booting = box, True
+        return True
 
     def load_task(self, task: Task) -> None:
         """A fresh interpreter."""

@@ -109,19 +109,17 @@ class SandboxState:
 
 def save(box: Sandbox, python: bool = False, **extra: Any) -> SandboxState:
     """The sandbox's state now: its tree, and its shell (Bash) or its interpreter."""
-    shell = None
-    if not python:
-        marker = "__ic_state_" + secrets.token_hex(8)
-        result = box.run(capture_script(marker))
-        shell = replay_script(result.output, marker)
-        if shell is None or result.output_truncated or result.timed_out:
-            raise SnapshotError("the shell's state could not be captured: "
-                                f"{result.observation[-200:]!r}")
-    state = SandboxState(box=box, cwd="/", background=0, shell=shell, extra=extra)
+    state = SandboxState(box=box, cwd="/", background=0, extra=extra)
     try:
-        if python:
-            state.held = box.hold()
-        info = box.tree_snapshot(state.ident, state.held)
+        if python:  # the interpreter's hold and the tree's copy at once
+            state.held, info = box.hold_during(state.ident)
+        else:  # the shell's capture and the tree's copy at once
+            marker = "__ic_state_" + secrets.token_hex(8)
+            result, info = box.tree_snapshot_during(state.ident, capture_script(marker))
+            state.shell = replay_script(result.output, marker)
+            if state.shell is None or result.output_truncated or result.timed_out:
+                raise SnapshotError("the shell's state could not be captured: "
+                                    f"{result.observation[-200:]!r}")
         state.cwd, state.background = info.cwd, info.background
     except BaseException:
         state.release()
@@ -136,7 +134,9 @@ def load(box: Sandbox, state: object) -> SandboxState:
     if state.box is not box or not box.alive:
         raise SnapshotError("the sandbox was replaced since the snapshot was taken (it "
                             "stopped); its state is lost")
-    box.tree_restore(state.ident, state.cwd, state.held, replay=state.shell)
+    counted = box.tree_restore(state.ident, state.cwd, state.held, replay=state.shell)
+    if counted is not None:  # counted once the held interpreter was registered
+        state.background = counted
     return state
 
 

@@ -141,6 +141,13 @@ class SqlEnv(IntercodeEnv):
         self._session("agent")
         self._session("gold")
 
+    def prestart(self) -> bool:
+        """Begin the agent session's engine sandbox (a fork's spare); only sessions that
+        run in a sandbox of their own can (SQLite's, not the MySQL backend's)."""
+        session = self._session("agent")
+        prestart = getattr(session, "prestart", None)
+        return bool(prestart()) if prestart is not None else False
+
     def _session(self, which: str) -> SqlSession:
         if which == "agent":
             if self._agent is None:
@@ -265,6 +272,12 @@ class SqlEnv(IntercodeEnv):
             raise SnapshotError("not a snapshot of a SQL environment")
         self._session("agent").transfer(state.session, other._session("agent"))
         other._last, other._last_sql = state.last, state.last_sql
+
+    def _refill_spare(self) -> None:
+        """A warm spare only on the SQLite backend (a MySQL sibling builds a backend of its
+        own: its templates load for seconds, not in the background)."""
+        if self.backend.name == "sqlite":
+            super()._refill_spare()
 
     def sibling(self) -> SqlEnv:
         """A new environment on this one's backend (its pristine images are reused)."""

@@ -79,7 +79,13 @@ class Sandbox(ABC):
 
     @abstractmethod
     def start(self) -> None:
-        """Start the sandbox (idempotent)."""
+        """Start the sandbox (idempotent); after :meth:`begin`, wait until it is ready."""
+
+    def begin(self) -> None:
+        """Start the sandbox's processes without waiting until they are ready, so that
+        it boots while the caller goes on (a warm spare for ``fork()``); :meth:`start`
+        then waits for it. By default the same as :meth:`start`."""
+        self.start()
 
     @abstractmethod
     def close(self) -> None:
@@ -122,12 +128,29 @@ class Sandbox(ABC):
         a copy of the interpreter (of :meth:`hold`) that the snapshot keeps."""
         raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot snapshot")
 
+    def tree_snapshot_during(self, ident: int, action: str) -> tuple[ExecResult,
+                                                                    TreeSnapshotInfo]:
+        """Run ``action`` in the shell and keep the tree as snapshot ``ident`` (a Bash
+        snapshot: the shell's state is captured while the tree is copied). By default
+        one after the other; a backend may do both at once."""
+        result = self.run(action)
+        return result, self.tree_snapshot(ident)
+
+    def hold_during(self, ident: int) -> tuple[int, TreeSnapshotInfo]:
+        """Hold a copy of the interpreter and keep the tree as snapshot ``ident`` (a
+        Python snapshot); returns the held copy's pid. By default one after the other;
+        a backend may do both at once."""
+        held = self.hold()
+        return held, self.tree_snapshot(ident, held)
+
     def tree_restore(self, ident: int, cwd: str, held: int | None = None,
-                     replay: str | None = None) -> None:
+                     replay: str | None = None) -> int | None:
         """Kill every process (held interpreters excepted), bring the tree to snapshot
         ``ident``, and start a fresh shell in ``cwd`` or, with ``held``, make a new fork
         of that held interpreter (see :meth:`hold`) the shell. ``replay``: a script
-        the new Bash shell runs first, its output dropped (the shell's state)."""
+        the new Bash shell runs first, its output dropped (the shell's state). Returns
+        the background processes the snapshot had if they were counted after its
+        :class:`TreeSnapshotInfo` was made (see :meth:`hold_during`), else ``None``."""
         raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot restore")
 
     def tree_drop(self, ident: int) -> None:  # noqa: B027  (nothing held without snapshots)

@@ -9,7 +9,10 @@ When the host runs as root, the sandbox runs as the unprivileged host user
 
 from __future__ import annotations
 
+import base64
 import fcntl
+import functools
+import hashlib
 import json
 import logging
 import os
@@ -54,19 +57,40 @@ BOOT = (
     "        if not c: sys.exit(3)\n"
     "        b+=c\n"
     "    return b\n"
-    "j,_=unpack('>II',rd(8))\n"
+    "j,k=unpack('>II',rd(8))\n"
+    "mods=json.loads(rd(j));blob=rd(k)\n"
     "pkg=types.ModuleType('icbox');pkg.__path__=[];sys.modules['icbox']=pkg\n"
-    "for name,src in json.loads(rd(j)):\n"
+    "codes=None\n"
+    "if isinstance(mods,dict):\n"
+    "    import marshal\n"
+    "    if blob and mods['version']==sys.version:\n"
+    "        codes=marshal.loads(blob)\n"
+    "    mods=mods['sources']\n"
+    "if codes is None:\n"
+    "    codes=[compile(src,'<icbox/'+name+'.py>','exec') for name,src in mods]\n"
+    "    pkg.CODE=codes\n"
+    "for (name,_),code in zip(mods,codes):\n"
     "    m=types.ModuleType('icbox.'+name);m.__package__='icbox'\n"
     "    sys.modules['icbox.'+name]=m;setattr(pkg,name,m)\n"
-    "    exec(compile(src,'<icbox/'+name+'.py>','exec'),m.__dict__)\n"
+    "    exec(code,m.__dict__)\n"
     "sys.modules['icbox.main'].main(sys.argv[1:])\n"
 )
+# The boot code's modules compiled by a sandbox's own Python (marshal), by key (the
+# Python, the root file system, the sources): a sandbox that boots from them skips
+# compiling (most of its start). The first sandbox of a key compiles and hands them
+# over with its readiness, before any of the agent's code runs in it.
+_COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
 
 
+@functools.cache
 def _inbox_sources() -> list[list[str]]:
     pkg = resources.files("intercode.sandbox.inbox")
     return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")] for name in MODULES]
+
+
+@functools.cache
+def _sources_digest() -> str:
+    return hashlib.sha256(json.dumps(_inbox_sources()).encode()).hexdigest()
 
 
 def _above_fixed(fd: int) -> int:
@@ -132,6 +156,8 @@ class BwrapSandbox(base.Sandbox):
         self._stderr_fd: int | None = None
         self._tree_id: str | None = None
         self._net: SandboxNetwork | None = None
+        self._booting = False  # spawned by begin(), not known ready yet
+        self._held_pending: int | None = None  # a held copy's registration not confirmed
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -152,13 +178,29 @@ class BwrapSandbox(base.Sandbox):
                 and not self._channel.closed)
 
     def start(self) -> None:
-        """Start the sandbox and the supervisor; wait until it is ready."""
+        """Start the sandbox and the supervisor (or finish :meth:`begin`); wait until it
+        is ready."""
+        if self._spawned() and not self._booting:
+            return
+        try:
+            if not self._spawned():
+                self._spawn()
+            self._booting = True
+            self._await_ready()
+            self._after_ready()
+            self._booting = False
+        except BaseException:
+            self.close()
+            raise
+
+    def begin(self) -> None:
+        """Spawn the sandbox without waiting for it: it boots (the supervisor compiles
+        its modules, sets up the tree) while the caller goes on; :meth:`start` waits."""
         if self._spawned():
             return
         try:
             self._spawn()
-            self._await_ready()
-            self._after_ready()
+            self._booting = True
         except BaseException:
             self.close()
             raise
@@ -172,12 +214,16 @@ class BwrapSandbox(base.Sandbox):
         bwrap = find_bwrap()
         self._net = SandboxNetwork(self.layout.network)  # fails first if slirp4netns is missing
         pipes = {name: os.pipe2(os.O_CLOEXEC) for name in
-                 ("cfg", "ctl_in", "ctl_out", "action", "output", "status")}
+                 ("ctl_in", "ctl_out", "action", "output", "status")}
+        # the boot code and the configuration: a memory file written whole before the
+        # sandbox starts, so that spawning never waits for the sandbox to read them
+        # (begin() returns at once; a pipe blocked until the sandbox's Python ran)
+        cfg_fd = os.memfd_create("intercode-cfg", os.MFD_CLOEXEC)
         inside = {name: _above_fixed(fd) for name, fd in (
-            ("cfg", pipes["cfg"][0]), ("ctl_in", pipes["ctl_in"][0]),
+            ("cfg", cfg_fd), ("ctl_in", pipes["ctl_in"][0]),
             ("ctl_out", pipes["ctl_out"][1]), ("action_r", pipes["action"][0]),
             ("output_w", pipes["output"][1]), ("status_w", pipes["status"][1]))}
-        host = {"cfg": pipes["cfg"][1], "ctl_in": pipes["ctl_in"][1],
+        host = {"ctl_in": pipes["ctl_in"][1],
                 "ctl_out": pipes["ctl_out"][0], "action_w": pipes["action"][1],
                 "output_r": pipes["output"][0], "status_r": pipes["status"][0]}
         etc_fds = {}
@@ -188,6 +234,7 @@ class BwrapSandbox(base.Sandbox):
             etc_fds[name] = fd
         self._stderr_fd = os.memfd_create("bwrap-stderr", os.MFD_CLOEXEC)
         filter_fd = seccomp.program_fd()
+        self._host_fds = list(host.values())  # closed by close() if the start fails
         argv = [bwrap, *self._namespace_args(), "--seccomp", str(filter_fd),
                 *self.layout.mount_args(self.limits, etc_fds),
                 "--chdir", "/", "--", self.python, "-I", "-S", "-c", BOOT, str(inside["cfg"])]
@@ -195,6 +242,15 @@ class BwrapSandbox(base.Sandbox):
         if os.geteuid() == 0:
             run_as = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
         try:
+            version, compiled = _COMPILED.get(self._code_key(), ("", b""))
+            cfg = self._config(inside)
+            if not compiled:
+                cfg["send_code"] = True
+            proto.write_all(inside["cfg"],
+                            proto.encode({"sources": _inbox_sources(), "version": version},
+                                         compiled)
+                            + proto.encode(cfg, self.shell_data))
+            os.lseek(inside["cfg"], 0, os.SEEK_SET)
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=self._stderr_fd,
@@ -208,20 +264,11 @@ class BwrapSandbox(base.Sandbox):
             for fd in [*inside.values(), *etc_fds.values(), filter_fd]:
                 os.close(fd)
             self._net.spawned()
-        self._host_fds = list(host.values())
         self._channel = Channel(host["ctl_in"], host["ctl_out"])
         self._io = ShellIO(host["action_w"], host["output_r"], host["status_r"],
                            self._channel, self.limits, self._restart,
                            interrupt_signal="SIGINT" if self.shell in ("python", "sqlite")
                            else None, freeze=self.shell != "sqlite")
-        cfg = self._config(inside)
-        try:
-            proto.write_all(host["cfg"], proto.encode(_inbox_sources()))
-            proto.write_all(host["cfg"], proto.encode(cfg, self.shell_data))
-        except OSError:
-            pass  # bwrap failed early; _await_ready reports why
-        os.close(host["cfg"])
-        self._host_fds.remove(host["cfg"])
 
     def _namespace_args(self) -> list[str]:
         args = ["--unshare-all", "--unshare-user", "--disable-userns",
@@ -261,10 +308,23 @@ class BwrapSandbox(base.Sandbox):
             if ready:
                 if not ready[0].get("ok"):
                     raise SandboxError(f"sandbox supervisor failed: {ready[0].get('error')}")
+                self._keep_code(ready[0])
                 return
             if self._ended():
                 break
         raise SandboxUnavailableError(self._startup_failure())
+
+    def _code_key(self) -> tuple[str, str, str]:
+        return (self.python, str(self.layout.rootfs), _sources_digest())
+
+    def _keep_code(self, ready: dict[str, Any]) -> None:
+        """Keep the compiled modules a freshly booted sandbox handed over (see BOOT)."""
+        code, version = ready.get("code"), ready.get("version")
+        if isinstance(code, str) and isinstance(version, str) and version:
+            try:
+                _COMPILED[self._code_key()] = (version, base64.b64decode(code, validate=True))
+            except ValueError:
+                return
 
     def _startup_failure(self) -> str:
         code = self._proc.poll() if self._proc else None
@@ -301,6 +361,8 @@ class BwrapSandbox(base.Sandbox):
         self._channel = None
         self._io = None
         self._tree_id = None
+        self._booting = False
+        self._held_pending = None
 
     def __del__(self) -> None:
         try:
@@ -358,6 +420,7 @@ class BwrapSandbox(base.Sandbox):
         """
         if not self.alive or self._io is None or self._io.shell_pid is None:
             raise SandboxError("the sandbox is not running or has no shell (call load/reset)")
+        self._await_held()
         if kind is not None and self.shell == "bash":
             raise ValueError("action kinds exist only for the python and sqlite shells")
         return self._io.run(action, self.limits.timeout if timeout is None else timeout, kind)
@@ -410,13 +473,82 @@ class BwrapSandbox(base.Sandbox):
         register the held interpreter ``held``)."""
         reply, _ = self._request(self._with_drops({"op": "tree_snap", "id": ident,
                                                    "held": held}))
+        return self._snap_info(reply)
+
+    def tree_snapshot_during(self, ident: int, action: str) -> tuple[ExecResult,
+                                                                    base.TreeSnapshotInfo]:
+        """Run ``action`` in the shell while the supervisor keeps the tree as snapshot
+        ``ident``: both at once, one wait instead of two (the shell's capture runs only
+        builtins, which neither start processes nor touch files)."""
+        if not self.alive or self._io is None or self._io.shell_pid is None:
+            raise SandboxError("the sandbox is not running or has no shell (call load/reset)")
+        replies: list[dict[str, Any]] = []
+
+        def snap() -> None:
+            replies.append(self._request(self._with_drops({"op": "tree_snap", "id": ident,
+                                                           "held": None}))[0])
+
+        result = self._io.run(action, self.limits.timeout, meanwhile=snap)
+        return result, self._snap_info(replies[0])
+
+    def hold_during(self, ident: int) -> tuple[int, base.TreeSnapshotInfo]:
+        """Hold a copy of the interpreter while the supervisor keeps the tree as snapshot
+        ``ident`` (one wait instead of two); the held copy is then registered with a
+        request that has no reply (the supervisor checks that it is the interpreter's
+        child, else a restore of this snapshot says it is gone), which also counts the
+        background processes (a restore reports them: the info's count is 0)."""
+        if not self.alive or self._io is None or self._io.shell_pid is None:
+            raise SandboxError("the sandbox is not running or has no shell (call load/reset)")
+        replies: list[dict[str, Any]] = []
+
+        def snap() -> None:
+            replies.append(self._request(self._with_drops({"op": "tree_snap", "id": ident,
+                                                           "held": None, "count": False}))[0])
+
+        self._await_held()
+        result = self._io.run("", self.limits.timeout, kind="hold", meanwhile=snap)
+        pid = self._held_pid(result)
+        assert self._channel is not None
+        self._channel.send({"op": "held", "pid": pid, "id": ident})
+        self._held_pending = ident
+        try:
+            return pid, self._snap_info(replies[0])
+        except SnapshotError:
+            self.drop_held(pid)
+            raise
+
+    def _await_held(self, timeout: float = 30.0) -> None:
+        """Wait until the supervisor confirmed the last held copy's registration (its
+        ``held`` event) before the interpreter gets an action: the agent's code must
+        not run before the copy is kept and the processes counted. Requests to the
+        supervisor need no wait (it answers them in order)."""
+        ident = self._held_pending
+        if ident is None or self._channel is None:
+            return
+        deadline = time.monotonic() + timeout
+        while not any(ev.get("id") == ident for ev in self._channel.take_events("held")):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxError("the sandbox did not confirm a snapshot's held interpreter")
+            select.select([self._channel.read_fd], [], [], remaining)
+            self._channel.pump()
+        self._held_pending = None
+
+    def _held_pid(self, result: ExecResult) -> int:
+        try:
+            return int(json.loads(result.reply or "")["pid"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SnapshotError("the interpreter did not hold a copy of itself: "
+                                f"{result.observation[-200:]}") from exc
+
+    def _snap_info(self, reply: dict[str, Any]) -> base.TreeSnapshotInfo:
         if reply.get("refused"):
             raise SnapshotError(f"the snapshot was refused: {reply['refused']}")
         return base.TreeSnapshotInfo(cwd=str(reply.get("cwd", "/")),
                                      background=int(reply.get("background", 0)))
 
     def tree_restore(self, ident: int, cwd: str, held: int | None = None,
-                     replay: str | None = None) -> None:
+                     replay: str | None = None) -> int | None:
         """Bring the tree to snapshot ``ident``; a fresh shell in ``cwd`` (or ``held``)
         that runs ``replay`` first (Bash; one that does not fit an argument is run as an
         action after the restore)."""
@@ -443,6 +575,7 @@ class BwrapSandbox(base.Sandbox):
         self._after_new_shell(reply, cwd)
         if late is not None:
             self.run(late)
+        return int(reply["background"]) if "background" in reply else None
 
     def tree_drop(self, ident: int) -> None:
         """Forget tree snapshot ``ident`` with the next snapshot request (no round trip)."""
@@ -463,12 +596,7 @@ class BwrapSandbox(base.Sandbox):
 
     def hold(self) -> int:
         """Fork a held copy of the interpreter (registered by the next tree snapshot)."""
-        result = self.run("", kind="hold")
-        try:
-            return int(json.loads(result.reply or "")["pid"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SnapshotError("the interpreter did not hold a copy of itself: "
-                                f"{result.observation[-200:]}") from exc
+        return self._held_pid(self.run("", kind="hold"))
 
     def drop_held(self, pid: int) -> None:
         """Kill held copy ``pid`` with the next snapshot request (no round trip)."""

@@ -93,8 +93,11 @@ class ShellIO:
         self._freeze_n = 0  # number of the last freeze request
 
     def fresh_shell(self, pid: int, cwd: str) -> None:
-        """Forget everything of the previous shell (called after reset / restart)."""
+        """Forget everything of the previous shell (called after reset / restart). The
+        supervisor thawed the sandbox and cancelled any pending freeze when it started
+        the new shell, so the next action needs no thaw."""
         self.shell_pid = pid
+        self._maybe_frozen = False
         self.cwd = cwd
         self._status = bytearray()
         self._read_all(self.status_r, None)
@@ -104,18 +107,24 @@ class ShellIO:
         """Drop output still in the pipe (after a reset)."""
         self._read_all(self.output_r, None)
 
-    def run(self, action: str, timeout: float, kind: str | None = None) -> ExecResult:
-        """Run one action in the shell; never raises for anything the action does."""
+    def run(self, action: str, timeout: float, kind: str | None = None,
+            meanwhile: Callable[[], None] | None = None) -> ExecResult:
+        """Run one action in the shell; never raises for anything the action does.
+
+        ``meanwhile`` is called once the action was sent, before its end is awaited: a
+        request to the supervisor that runs while the shell works (a snapshot's tree
+        copy during the shell state's capture). What it raises is raised after the
+        action's end (the shell's protocol stays in step)."""
         data = encode_text(action)
         if data is None:
             note = "the action contains a NUL character or unencodable text; it was not run"
             return ExecResult(output="", exit_code=None, notes=(note,), cwd=self.cwd)
         self.channel.pump()  # once: a freeze's answer, notes, a dead shell since the last
         if not self.freeze:
-            return self._run(data, timeout, kind)
+            return self._run(data, timeout, kind, meanwhile)
         self._thaw()
         try:
-            return self._run(data, timeout, kind)
+            return self._run(data, timeout, kind, meanwhile)
         finally:
             if not self.channel.closed:  # nothing runs until the next action
                 self._freeze_n += 1
@@ -146,7 +155,8 @@ class ShellIO:
             self._send_thaw()
         self._maybe_frozen = False
 
-    def _run(self, data: bytes, timeout: float, kind: str | None) -> ExecResult:
+    def _run(self, data: bytes, timeout: float, kind: str | None,
+             meanwhile: Callable[[], None] | None = None) -> ExecResult:
         out = Output(self.limits.output)
         notes = [str(ev.get("text")) for ev in self.channel.take_events("note")]
         restarted = False
@@ -159,7 +169,16 @@ class ShellIO:
         self.seq = os.urandom(8).hex()
         self._reply = None
         run = _Run(self, encode_action(self.seq, data, kind), out, timeout)
+        failure: BaseException | None = None
+        if meanwhile is not None:
+            run.send()
+            try:
+                meanwhile()
+            except BaseException as exc:  # raised once the action has ended
+                failure = exc
         code = run.wait()
+        if failure is not None:
+            raise failure
         notes.extend(run.notes)
         notes.extend(self.take_notes())
         restarted = restarted or run.restarted
@@ -277,6 +296,10 @@ class _Run:
         self.timed_out = False
         self.restarted = False
         self.notes: list[str] = []
+
+    def send(self) -> None:
+        """Write what of the action the pipe takes now (the rest is written by :meth:`wait`)."""
+        self._write(self.io.poller())
 
     def wait(self) -> int | None:
         """Return the action's exit status (``None`` if the shell had to be replaced)."""

@@ -17,7 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from intercode.envs.snapshot import ExecState
-from intercode.errors import SnapshotError
+from intercode.errors import SandboxError, SnapshotError
 from intercode.sandbox import Sandbox, create_sandbox
 from intercode.sandbox.inbox import sqlrepl
 from intercode.sandbox.limits import Limits, MiB
@@ -49,9 +49,28 @@ class SandboxedSqliteSession(SqliteSessionBase):
         super().__init__(backend.store, backend.limits)
         self.backend = backend
         self._box: Sandbox | None = None
+        self._drops: list[int] = []  # snapshots released, forgotten with the next request
+        self._booting = False  # the engine's sandbox was begun by prestart()
+
+    def prestart(self) -> bool:
+        """Begin the engine's sandbox without waiting for it (a fork's spare)."""
+        if self._box is None:
+            box = create_sandbox(self.backend.sandbox_backend,
+                                 sandbox_limits(self.limits.timeout), shell="sqlite",
+                                 shell_data=self.backend.images())
+            box.begin()
+            self._box, self._booting = box, True
+        return True
 
     def _sandbox(self) -> Sandbox:
         box = self._box
+        if self._booting and box is not None:  # begun by prestart(): finish it
+            self._booting = False
+            try:
+                box.start()
+                box.reset()
+            except SandboxError:  # it died while booting: a new one starts below
+                box.close()
         if box is None or not box.alive:
             if box is not None:
                 box.close()
@@ -65,8 +84,13 @@ class SandboxedSqliteSession(SqliteSessionBase):
         return box
 
     def _call(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One request to the engine; EngineError if it did not answer properly."""
-        result = self._sandbox().run(json.dumps(request), kind=kind)
+        """One request to the engine; EngineError if it did not answer properly. The
+        snapshots released since the last request are dropped with it."""
+        box = self._sandbox()
+        if self._drops:
+            request = {**request, "drop": self._drops}
+            self._drops = []
+        result = box.run(json.dumps(request), kind=kind)
         if result.exit_code != 0:  # the engine died during the request, or hung
             if result.timed_out:
                 raise EngineError(timeout_message(self.limits.timeout) + LOST)
@@ -148,6 +172,7 @@ class SandboxedSqliteSession(SqliteSessionBase):
         if self._box is not None:
             self._box.close()
             self._box = None
+        self._drops = []
         self.current_db = ""
 
 
@@ -164,15 +189,13 @@ class EngineSnapshot:
         self.released = False
 
     def release(self) -> None:
-        """Drop it in the engine (if that engine still runs; idempotent)."""
+        """Drop it in the engine with the session's next request (if that engine still
+        runs; idempotent; no round trip of its own)."""
         if self.released:
             return
         self.released = True
         if self.session._box is self.box and self.box.alive:
-            try:
-                self.session._call("drop", {"id": self.ident})
-            except EngineError:
-                pass
+            self.session._drops.append(self.ident)
 
 
 class RemoteConnection:

@@ -98,9 +98,11 @@ class Freezer:
         self.verify_at = time.monotonic() + VERIFY_EVERY if self.rounds < VERIFY_ROUNDS else None
 
     def thaw(self):
-        """Continue the processes stopped by :meth:`freeze`."""
+        """Continue the processes stopped by :meth:`freeze`, and cancel a freeze still
+        to come (a new shell was started: nothing of the last action runs any more)."""
         self.frozen = False
         self.verify_at = None
+        self.freeze_at = None
         if self.stopped:
             self.stopped = False
             self.watch_soon = True  # a fork bomb frozen below the alarm goes on now

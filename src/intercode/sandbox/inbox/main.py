@@ -127,6 +127,9 @@ class Supervisor(snaps.Snapshots):
         if op in NO_REPLY:
             self.freezer.request(msg)
             return
+        if op == "held":  # no reply either (see snaps.register_held)
+            self.register_held(msg)
+            return
         handler = getattr(self, "op_" + str(op), None)
         started = time.perf_counter()
         try:
@@ -390,7 +393,17 @@ def run(cfg, data):
     sup.shell.data = data
     try:
         sup.setup()
-        proto.write_all(sup.ctl_out, proto.encode({"ev": "ready", "ok": True, "pid": os.getpid()}))
+        ready = {"ev": "ready", "ok": True, "pid": os.getpid()}
+        compiled = getattr(sys.modules.get("icbox"), "CODE", None)
+        if cfg.get("send_code") and compiled is not None:
+            # the boot's modules as this Python compiled them (before any of the agent's
+            # code ran), so that the host's next sandboxes boot without compiling
+            import base64
+            import marshal
+
+            ready["code"] = base64.b64encode(marshal.dumps(compiled)).decode("ascii")
+            ready["version"] = sys.version
+        proto.write_all(sup.ctl_out, proto.encode(ready))
     except Exception as exc:
         msg = {"ev": "ready", "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
         proto.write_all(sup.ctl_out, proto.encode(msg))

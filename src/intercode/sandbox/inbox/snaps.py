@@ -48,6 +48,7 @@ class Snapshots:
         self.last_snap = None
         self.held = set()
         self.dying = set()  # dropped held copies, killed, maybe not gone yet
+        self.counted = {}  # id -> background processes, counted when its held copy came
 
     def keep_alive(self):
         """The processes a kill of the agent's processes spares (with the shell)."""
@@ -68,8 +69,27 @@ class Snapshots:
         snapshot ids, ``drop_held``: held pids)."""
         for ident in msg.get("drop", ()):
             self.tree_snaps.pop(int(ident), None)
+            self.counted.pop(int(ident), None)
         for pid in msg.get("drop_held", ()):
             self._drop_held(int(pid))
+
+    def register_held(self, msg):
+        """Keep the held copy ``pid`` the host's last hold made for snapshot ``id`` (a
+        request without reply, sent right after the hold: the tree was copied meanwhile,
+        without counting the processes, which are counted now, the copy excepted, and
+        reported by a restore). A pid that is not a child of the interpreter is ignored:
+        restoring its snapshot says it is gone. A ``held`` event says it is done: the
+        host sends the interpreter no action before it (requests to us come in order)."""
+        try:
+            pid, ident = int(msg["pid"]), int(msg["id"])
+        except (KeyError, TypeError, ValueError):
+            return
+        if self.shell.pid is not None and parent_of(pid) == self.shell.pid:
+            self.held.add(pid)
+        if ident in self.tree_snaps:
+            self.counted[ident] = self.background()
+        # the host writes no action to the interpreter before this (see bwrap.py)
+        proto.write_all(self.ctl_out, proto.encode({"ev": "held", "id": ident}))
 
     def op_tree_snap(self, msg, blob):
         """Keep the tree's state now as snapshot ``id`` (and register ``held``)."""
@@ -86,7 +106,8 @@ class Snapshots:
             self.last_snap = int(msg["id"])
         except MemoryError:  # the agent's files do not fit in the supervisor's memory
             return {"refused": "the sandbox's files are too large to keep a copy"}, b""
-        return {"background": self.background(), "cwd": self.shell.cwd() or "/"}, b""
+        count = self.background() if msg.get("count", True) else 0
+        return {"background": count, "cwd": self.shell.cwd() or "/"}, b""
 
     def op_tree_restore(self, msg, blob):
         """Kill everything (held copies excepted), bring the tree to snapshot ``id``, and
@@ -123,7 +144,10 @@ class Snapshots:
         t3 = time.perf_counter()
         stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3,
                      spawn_ms=(t3 - t2) * 1e3)
-        return {"stats": stats, "shell_pid": self.shell.pid}, b""
+        reply = {"stats": stats, "shell_pid": self.shell.pid}
+        if int(msg["id"]) in self.counted:
+            reply["background"] = self.counted[int(msg["id"])]
+        return reply, b""
 
     def op_tree_export(self, msg, blob):
         """Snapshot ``id``'s entries (for a fork in another sandbox)."""
@@ -149,6 +173,7 @@ class Snapshots:
     def op_tree_drop(self, msg, blob):
         """Forget snapshot ``id``."""
         self.tree_snaps.pop(int(msg["id"]), None)
+        self.counted.pop(int(msg["id"]), None)
         return {}, b""
 
     def _drop_held(self, pid):
@@ -188,7 +213,7 @@ class Snapshots:
             if time.monotonic() > deadline:
                 raise RuntimeError("the held interpreter did not resume")
             time.sleep(delay)
-            delay = min(delay * 2, 0.0005)
+            delay = min(delay * 2, 0.0002)  # the forks take about a millisecond
 
     def _children(self, known):
         """Our children not in ``known`` (every process of the namespace but those,

@@ -103,7 +103,11 @@ class Engine:
         return 1 if time.monotonic() > self.deadline else 0
 
     def handle(self, kind, request):
-        """The reply to one request (a dict)."""
+        """The reply to one request (a dict). Any request first forgets the snapshots
+        its ``drop`` lists (released on the host since its last request: a release
+        costs no round trip of its own)."""
+        for dropped in request.get("drop", ()):
+            self.snaps.pop(int(dropped), None)
         if kind == "reset":  # the work is done after the reply (see idle)
             self.stale.extend(self.conns.values())
             self.conns = {}

@@ -1,0 +1,175 @@
+"""The warm spare of ``fork()``: a sibling whose sandboxes boot in the background.
+
+Each fork begins a spare for the next one (on the spare-starting thread); the next fork
+hands it over instead of starting a new environment. The spare is a separate sandbox
+(the agent cannot see it), it is closed with its environment (no sandbox outlives
+``close()``), a fork from it is independent of its parent and of other forks, and a
+spare that died before it was used is replaced without the fork failing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+import intercode
+from intercode import testing
+from intercode.envs.base import IntercodeEnv
+from intercode.sandbox.base import Sandbox
+
+WRITE = {"bash": "echo parent > /tmp/f", "python": "x = 'parent'",
+         "sql": "CREATE TABLE t(a)"}
+READ = {"bash": "cat /tmp/f", "python": "print(x)", "sql": "SELECT count(*), group_concat(a) FROM t"}
+CHANGE = {"bash": "echo {who} > /tmp/f", "python": "x = '{who}'",
+          "sql": "INSERT INTO t VALUES ('{who}')"}
+
+
+@pytest.fixture(params=sorted(WRITE))
+def env(request: pytest.FixtureRequest) -> Iterator[IntercodeEnv]:
+    e = intercode.make(request.param, dataset=testing.small_dataset(request.param)).unwrapped
+    assert isinstance(e, IntercodeEnv)
+    e.reset(options={"task": 0})
+    e.step(WRITE[request.param])
+    yield e
+    e.close()
+
+
+def agent_box(env: IntercodeEnv) -> Sandbox:
+    """The sandbox the agent's actions run in (the SQL engine's, for SQL)."""
+    if env.env_name == "bash":
+        box = env._agent  # type: ignore[attr-defined]
+    elif env.env_name == "python":
+        box = env._boxes["agent"]  # type: ignore[attr-defined]
+    else:
+        box = env._agent._box  # type: ignore[attr-defined]
+    assert isinstance(box, Sandbox)
+    return box
+
+
+def spare_of(env: IntercodeEnv) -> IntercodeEnv:
+    """The spare the environment keeps now (waits until it was begun)."""
+    assert env._spare is not None
+    spare = env._spare.result()
+    assert spare is not None
+    return spare
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def bwrap_pid(box: Sandbox) -> int:
+    proc = box._proc  # type: ignore[attr-defined]
+    assert proc is not None
+    return int(proc.pid)
+
+
+def test_a_fork_begins_a_spare_and_the_next_fork_takes_it(env: IntercodeEnv) -> None:
+    first = env.fork()
+    try:
+        spare = spare_of(env)
+        second = env.fork()
+        try:
+            assert second is spare  # handed over, not a new environment
+            assert env._spare is not None and spare_of(env) is not spare  # refilled
+            name = env.env_name
+            expected = env.step(READ[name])[0]
+            assert first.step(READ[name])[0] == expected
+            assert second.step(READ[name])[0] == expected
+            # independent: the parent and the two forks do not see each other's actions
+            second.step(CHANGE[name].format(who="second"))
+            first.step(CHANGE[name].format(who="first"))
+            assert env.step(READ[name])[0] == expected
+            assert second.step(READ[name])[0] != first.step(READ[name])[0]
+            assert second.turn == first.turn  # same history length, own episode
+            assert agent_box(second) is not agent_box(env)
+            assert agent_box(second) is not agent_box(first)
+        finally:
+            second.close()
+    finally:
+        first.close()
+
+
+def test_the_spare_is_closed_with_its_environment(env: IntercodeEnv) -> None:
+    env.fork().close()
+    spare = spare_of(env)
+    box = agent_box_begun(spare)
+    pid = bwrap_pid(box)
+    assert pid_alive(pid)
+    env.close()
+    assert env._spare is None
+    assert not box.alive
+    assert not pid_alive(pid)  # killed and reaped: no sandbox outlives close()
+
+
+def agent_box_begun(env: IntercodeEnv) -> Sandbox:
+    """The agent sandbox a spare began (not started yet: no episode)."""
+    if env.env_name == "bash":
+        box = env._agent  # type: ignore[attr-defined]
+    elif env.env_name == "python":
+        box = env._boxes["agent"]  # type: ignore[attr-defined]
+    else:
+        box = env._session("agent")._box  # type: ignore[attr-defined]
+    assert isinstance(box, Sandbox)
+    return box
+
+
+def test_a_fork_whose_spare_died_still_works(env: IntercodeEnv) -> None:
+    env.fork().close()
+    box = agent_box_begun(spare_of(env))
+    os.kill(bwrap_pid(box), signal.SIGKILL)
+    box._proc.wait()  # type: ignore[attr-defined]
+    fork = env.fork()
+    try:
+        name = env.env_name
+        assert fork.step(READ[name])[0] == env.step(READ[name])[0]
+        assert agent_box(fork).alive
+    finally:
+        fork.close()
+
+
+def test_fork_spare_off_keeps_none_and_closes_the_one_kept(env: IntercodeEnv) -> None:
+    env.fork().close()
+    box = agent_box_begun(spare_of(env))
+    env.fork_spare = False
+    assert env._spare is None and not box.alive
+    fork = env.fork()
+    try:
+        assert env._spare is None
+        name = env.env_name
+        assert fork.step(READ[name])[0] == env.step(READ[name])[0]
+        assert fork.fork_spare is True or os.environ.get("INTERCODE_FORK_SPARE") == "0"
+    finally:
+        fork.close()
+
+
+def test_the_environment_variable_turns_the_spare_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INTERCODE_FORK_SPARE", "0")
+    env = intercode.make("bash", dataset=testing.small_dataset("bash")).unwrapped
+    try:
+        assert isinstance(env, IntercodeEnv)
+        assert env.fork_spare is False
+        env.reset(options={"task": 0})
+        env.fork().close()
+        assert env._spare is None
+    finally:
+        env.close()
+
+
+def test_begin_spare_makes_even_the_first_fork_take_a_spare(env: IntercodeEnv) -> None:
+    env.begin_spare()
+    spare = spare_of(env)
+    fork = env.fork()
+    try:
+        assert fork is spare
+        name = env.env_name
+        assert fork.step(READ[name])[0] == env.step(READ[name])[0]
+    finally:
+        fork.close()
