@@ -1,0 +1,203 @@
+"""Red-team attacks on the Docker backend's root-then-drop start (``inbox/newroot.py``).
+
+The agent controls every action and runs as uid 1000 with no capability in the
+container. Each test is an attack that must fail; a test that fails here is a hole.
+Holes found on the review of the ``docker-root`` branch are marked ``HOLE`` with the
+reproducer in the test itself (see the report of branch ``docker-redteam``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from backends import need
+
+from intercode.sandbox import create_sandbox
+from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
+from intercode.sandbox.limits import Limits
+
+TREE = FileTree.of([Entry("work", DIR, 0o755, 1_600_000_000 * 10**9),
+                    Entry("work/a.txt", FILE, 0o644, 1_600_000_000 * 10**9, b"alpha\n")])
+
+
+def _fresh(backend: str, **limits: int) -> object:
+    need(backend)
+    sb = create_sandbox(backend, limits=Limits(timeout=20, **limits))
+    sb.start()
+    sb.load(TREE)
+    return sb
+
+
+@pytest.fixture(scope="module")
+def box():
+    sb = _fresh("docker")
+    yield sb
+    sb.close()
+
+
+# -- signals to pid 1 ---------------------------------------------------------------------
+
+# HOLE (both backends, found on docker): the supervisor is pid 1 and runs as the agent's
+# uid, so the kernel lets the agent signal it; pid 1 of a pid namespace only drops the
+# signals it has no handler for, and Python installs one for SIGINT (KeyboardInterrupt).
+# Reproducer: the action `kill -INT 1`; the next action raises
+# SandboxError("sandbox supervisor exited") on the host, which the runner records as an
+# infrastructure error (status "error"), not as the agent's outcome.
+@pytest.mark.parametrize("backend", ["docker", "bwrap"])
+@pytest.mark.parametrize("sigs", ["INT", "TERM HUP QUIT USR1 USR2 ALRM CHLD PIPE XFSZ WINCH 33"])
+def test_signals_to_pid_1_do_not_end_the_sandbox(backend, sigs):
+    sb = _fresh(backend)
+    try:
+        r = sb.run("".join(f"kill -{s} 1; kill -{s} 1; " for s in sigs.split())
+                   + "sleep 0.3; echo sent")
+        assert r.output.endswith("sent\n"), r.output
+        assert sb.run("echo alive").output == "alive\n"
+    finally:
+        sb.close()
+
+
+def test_pid_1_is_not_traceable_nor_its_memory_readable(box):
+    r = box.run("python3 -c \"\nimport ctypes, errno, os\nlibc = ctypes.CDLL(None, use_errno=True)"
+                "\nr = libc.syscall(101, 16, 1, 0, 0)\nprint('ptrace', r, errno.errorcode."
+                "get(ctypes.get_errno()))\nfd = os.pidfd_open(1)\ntry:\n libc.syscall(438, fd, "
+                "3, 0)\nexcept OSError: pass\nr = libc.syscall(438, fd, 64, 0)\nprint('getfd', r, "
+                "errno.errorcode.get(ctypes.get_errno()))\n\"; cat /proc/1/mem 2>&1 | head -c 60;"
+                " echo; readlink /proc/1/root /proc/1/cwd /proc/1/exe || echo denied")
+    lines = r.output.splitlines()
+    assert lines[0] == "ptrace -1 EPERM", r.output
+    assert lines[1] == "getfd -1 EPERM", r.output
+    assert "Permission denied" in lines[2] and lines[-1] == "denied", r.output
+
+
+# -- processes: one sandbox's fork bomb must not starve another ----------------------------
+
+# HOLE (docker only): every container's agent is uid 1000 of the host's user namespace
+# (no user namespace on docker), and the supervisor sets RLIMIT_NPROC (limits.processes),
+# which the kernel checks against every process of that uid on the host: all docker
+# sandboxes (and the host's own uid 1000) share one count. Reproducer: in sandbox A
+# `for i in $(seq 220); do sleep 20 & done; disown -a` (under its own alarm at 90 %);
+# sandbox B, with 4 processes, then gets `fork: retry: Resource temporarily unavailable`
+# for `sleep 5 &`. On bubblewrap each sandbox has its own user namespace (its own count).
+@pytest.mark.parametrize("backend", ["docker", "bwrap"])
+def test_a_fork_bomb_in_one_sandbox_leaves_another_able_to_fork(backend):
+    a, b = _fresh(backend), _fresh(backend)
+    try:
+        r = a.run("for i in $(seq 220); do sleep 20 & done 2>/tmp/err; disown -a; "
+                  "sort -u /tmp/err; ls /proc | grep -c '^[0-9]'")
+        assert int(r.output.split()[-1]) >= 210, r.output  # A holds its processes
+        r = b.run("for i in $(seq 40); do sleep 10 & done 2>/tmp/err; disown -a; "
+                  "sort -u /tmp/err; ls /proc | grep -c '^[0-9]'")
+        assert "fork" not in r.output, r.output
+        counted = r.output.split()
+        assert counted and int(counted[-1]) >= 40, r.output
+    finally:
+        a.close()
+        b.close()
+
+
+# -- privileged and risky calls -----------------------------------------------------------
+
+SYSCALLS = r"""
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {"x86_64": {"io_uring_setup": 425, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
+                 "bpf": 321, "perf_event_open": 298, "kexec_load": 246, "open_by_handle_at": 304,
+                 "fanotify_init": 300, "syslog": 103, "sethostname": 170, "mknodat": 259,
+                 "memfd_secret": 447, "process_vm_readv": 310, "move_mount": 429,
+                 "mount_setattr": 442, "fspick": 433, "umount2": 166, "setns": 308},
+      "aarch64": {"io_uring_setup": 425, "userfaultfd": 282, "keyctl": 219, "add_key": 217,
+                  "bpf": 280, "perf_event_open": 241, "kexec_load": 104,
+                  "open_by_handle_at": 265, "fanotify_init": 262, "syslog": 116,
+                  "sethostname": 161, "mknodat": 33, "memfd_secret": 447,
+                  "process_vm_readv": 270, "move_mount": 429, "mount_setattr": 442,
+                  "fspick": 433, "umount2": 39, "setns": 268}}[os.uname().machine]
+buf = ctypes.create_string_buffer(256)
+attr = ctypes.create_string_buffer(128)
+attr[4] = 112
+def sc(name, *args):
+    r = libc.syscall(ctypes.c_long(NR[name]), *args)
+    print(name, "ok" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "?"))
+sc("io_uring_setup", 4, buf)
+sc("userfaultfd", 0)
+sc("keyctl", 0, -4, 0)
+sc("add_key", b"user", b"x", b"y", 1, -4)
+sc("bpf", 0, buf, 64)
+sc("perf_event_open", attr, 0, -1, -1, 0)
+sc("kexec_load", 0, 0, 0, 0)
+sc("open_by_handle_at", -100, buf, 0)
+sc("fanotify_init", 0, 0)
+sc("syslog", 3, buf, 10)
+sc("sethostname", b"x", 1)
+sc("mknodat", -100, b"/chr", 0o20666, (1 << 8) | 3)
+sc("memfd_secret", 0)
+sc("process_vm_readv", 1, 0, 0, 0, 0, 0)
+sc("move_mount", -100, b"/usr", -100, b"/work", 0)
+sc("mount_setattr", -100, b"/usr", 0, buf, 32)
+sc("fspick", -100, b"/", 0)
+sc("umount2", b"/usr", 2)
+sc("setns", os.pidfd_open(1), 0)
+"""
+
+
+def test_risky_syscalls_are_denied(box):
+    """Calls Docker's profile allows a container started with CAP_SYS_ADMIN, or that
+    bubblewrap's filter denies: none succeeds for the agent."""
+    r = box.run(f"python3 -c '{SYSCALLS}' 2>&1", timeout=30)
+    results = dict(line.split() for line in r.output.splitlines())
+    assert len(results) == 19, r.output
+    assert {k: v for k, v in results.items() if v == "ok"} == {}, r.output
+
+
+def test_no_setuid_binary_or_file_capability_and_nosuid_everywhere(box):
+    """(Docker's single-file binds in /etc lack nosuid: read-only non-executable files.)"""
+    r = box.run("find / -xdev \\( -perm -4000 -o -perm -2000 \\) 2>/dev/null | head -3; "
+                "echo ---; awk '$5 != \"/\" && $5 !~ /^\\/(proc|etc)\\// && $6 !~ /nosuid/ "
+                "{print $5, $6}' /proc/self/mountinfo; echo ---; "
+                "getcap -r /usr 2>/dev/null | head -3")
+    assert r.output == "---\n---\n", r.output
+
+
+def test_kernel_knobs_and_sysrq_are_out_of_reach(box):
+    r = box.run("for f in /proc/sysrq-trigger /proc/sys/kernel/core_pattern "
+                "/proc/sys/vm/drop_caches /proc/1/oom_score_adj /proc/1/comm; do "
+                "(echo 1 > $f) 2>/dev/null && echo wrote $f; done; echo -1000 > "
+                "/proc/self/oom_score_adj 2>/dev/null && echo lowered; echo done")
+    assert r.output == "done\n", r.output
+
+
+def test_no_directory_outside_the_root_through_any_descriptor(box):
+    """No process of the agent holds a descriptor of the old root (an fchdir escape)."""
+    box.run("sleep 30 & disown")
+    r = box.run("for p in /proc/[0-9]*; do for f in $p/fd/* $p/cwd $p/root; do "
+                "l=$(readlink $f 2>/dev/null) || continue; case $l in pipe:*|socket:*|"
+                "anon_inode:*|/dev/null|/proc/*) ;; *) [ -d $f ] && echo $f $l;; esac; done; "
+                "done | grep -v -E ' (/|/work)$'; echo end")
+    assert r.output == "end\n", r.output
+
+
+def test_chroot_dot_dot_through_a_pre_opened_directory_stays_inside(box):
+    """The classic escape: a directory fd, then ``..`` past the root; the kernel stops
+    at the process's root, which is the new root."""
+    r = box.run("python3 -c \"\nimport os\nfd = os.open('/', os.O_RDONLY)\nos.fchdir(fd)\n"
+                "for _ in range(64): os.chdir('..')\nprint(sorted(os.listdir('.')) == "
+                "sorted(os.listdir('/')), os.path.exists('.dockerenv'), "
+                "os.path.exists('.intercode-root'))\n\"")
+    assert r.output == "True False False\n", r.output
+
+
+# -- resources: the agent's failure stays its own -----------------------------------------
+
+def test_filling_every_writable_place_is_the_agents_outcome():
+    """/, /dev/shm and /dev/mqueue filled; the sandbox answers and resets."""
+    sb = _fresh("docker", storage=16 << 20, shm=8 << 20)
+    try:
+        r = sb.run("head -c 64M /dev/zero > /big 2>/dev/null; echo root=$?; "
+                   "head -c 64M /dev/zero > /dev/shm/big 2>/dev/null; echo shm=$?; "
+                   "python3 -c \"\nimport os\nn = 0\ntry:\n for i in range(100000):\n  "
+                   "os.close(os.open('/dev/mqueue/q%d' % i, os.O_CREAT | os.O_WRONLY)); n += 1"
+                   "\nexcept OSError as e: print('mq', e.errno)\nprint('mq files', n)\n\" "
+                   "2>&1 | tail -1; echo done")
+        assert "root=1" in r.output and "shm=1" in r.output and "done" in r.output, r.output
+        sb.reset()
+        assert sb.run("echo alive").output == "alive\n"
+    finally:
+        sb.close()
