@@ -8,6 +8,8 @@ reproducer in the test itself (see the report of branch ``docker-redteam``).
 
 from __future__ import annotations
 
+import platform
+
 import pytest
 from backends import need
 
@@ -199,5 +201,66 @@ def test_filling_every_writable_place_is_the_agents_outcome():
         assert "root=1" in r.output and "shm=1" in r.output and "done" in r.output, r.output
         sb.reset()
         assert sb.run("echo alive").output == "alive\n"
+    finally:
+        sb.close()
+
+
+# A 464-byte static x86-64 program (GNU as, `ld -static -N -s`; what it does is in the
+# comment below) that holds kernel memory the supervisor's resident-memory watch does not
+# see: page tables (a 3.5 GiB read-only anonymous mapping read once every 2 MiB, so each
+# read maps the shared zero page: no resident memory, one page-table page per 2 MiB, about
+# 7 MiB in all) and pipe buffers (pipes filled until the descriptor limit). Its own
+# resident memory is a few KiB.
+#   mmap(0, 0xE0000000, PROT_READ, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0)
+#   for (p = base; p < end; p += 2 MiB) (void)*p;
+#   while (pipe2(fds, O_NONBLOCK) == 0) write(fds[1], base, 65536);
+#   for (;;) pause();
+HOG = (
+    "f0VMRgIBAQAAAAAAAAAAAAIAPgABAAAAeABAAAAAAABAAAAAAAAAABABAAAAAAAAAAAAAEAAOAABAEAA"
+    "AwACAAEAAAAHAAAAeAAAAAAAAAB4AEAAAAAAAHgAQAAAAAAAgAAAAAAAAACAAAAAAAAAAAEAAAAAAAAA"
+    "uAkAAAAx/0i+AAAA4AAAAAC6AQAAAEG6IkAAAEnHwP////9FMckPBUiJw0mJxEm9AAAA4AAAAABJAcVB"
+    "igQkSYHEAAAgAE057HLwSIPsELglAQAASInnvgAIAAAPBYXAdRW4AQAAAIt8JARIid66AAABAA8F69i4"
+    "IgAAAA8F6/cALnNoc3RydGFiAC50ZXh0AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAACwAAAAEAAAAHAAAAAAAAAHgAQAAAAAAA"
+    "eAAAAAAAAACAAAAAAAAAAAAAAAAAAAAAAQAAAAAAAAAAAAAAAAAAAAEAAAADAAAAAAAAAAAAAAAAAAAA"
+    "AAAAAPgAAAAAAAAAEQAAAAAAAAAAAAAAAAAAAAEAAAAAAAAAAAAAAAAAAAA="
+)
+
+
+def _hogs(sb, count: int) -> str:
+    return sb.run(f"echo {''.join(HOG)} | base64 -d > /hog; chmod +x /hog; "
+                  f"for i in $(seq {count}); do /hog & done; disown -a; sleep 3; "
+                  "cat /proc/[0-9]*/status 2>/dev/null | awk '/^VmPTE/ {k += $2} "
+                  "END {print k}'").output
+
+
+# HOLE (docker only): the container's memory cgroup counts kernel memory (page tables,
+# pipe buffers) that the supervisor's watch (resident memory) does not, so the agent
+# fills the cgroup with processes of a few KiB each, and the kernel's OOM killer then
+# picks the largest process of the container: pid 1, the supervisor (19 MiB; seen in
+# dmesg: "Memory cgroup out of memory: Killed process ... (python3)"). The host gets
+# SandboxError("sandbox supervisor exited"): status "error" for what the agent did.
+# Reproducer: limits memory=256 MiB, storage=16 MiB, shm=8 MiB; the action starts 100
+# copies of HOG in the background; the next action fails.
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="HOG is x86-64 code")
+def test_kernel_memory_past_the_cgroup_limit_never_kills_pid_1():
+    sb = _fresh("docker", memory=256 << 20, storage=16 << 20, shm=8 << 20)
+    try:
+        _hogs(sb, 100)
+        assert sb.run("echo alive").output == "alive\n"
+    finally:
+        sb.close()
+
+
+# HOLE (both backends; on bubblewrap a memory limit bypass, on docker see above): page
+# tables and pipe buffers are memory the agent holds but its limit does not count: 100
+# copies of HOG hold about 1 GiB of the host's memory (MemAvailable fell by 998 MiB) in a
+# sandbox whose limit is 256 MiB, and nothing is killed (bubblewrap has no cgroup).
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="HOG is x86-64 code")
+def test_page_tables_count_against_the_memory_limit():
+    sb = _fresh("bwrap", memory=256 << 20)
+    try:
+        held_kib = int(_hogs(sb, 100).split()[-1])
+        assert held_kib <= 256 << 10, f"{held_kib >> 10} MiB of page tables alone"
     finally:
         sb.close()
