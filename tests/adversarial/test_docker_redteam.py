@@ -264,3 +264,43 @@ def test_page_tables_count_against_the_memory_limit():
         assert held_kib <= 256 << 10, f"{held_kib >> 10} MiB of page tables alone"
     finally:
         sb.close()
+
+
+# -- per-user kernel quotas: one sandbox must not exhaust another's -------------------------
+
+PER_USER = r'''
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+rt = ctypes.CDLL("librt.so.1", use_errno=True)
+ino = 0
+while ino < 1000 and libc.inotify_init1(0) >= 0:
+    ino += 1
+mq = 0
+while mq < 1000 and rt.mq_open(b"/q%d" % mq, os.O_CREAT | os.O_RDWR, 0o600, None) >= 0:
+    mq += 1
+print("inotify", ino, "mqueue", mq, flush=True)
+if sys.argv[1] == "hold":
+    time.sleep(30)
+'''
+
+
+# HOLE (both backends): inotify instances (fs.inotify.max_user_instances, 128) and POSIX
+# message queue bytes (RLIMIT_MSGQUEUE, 800 KiB) are counted per user of the host's user
+# namespace: uid 1000 for every docker sandbox, the host user that runs bubblewrap
+# (``nobody`` here) for every bubblewrap sandbox. Reproducer: sandbox A runs PER_USER
+# ("hold"): 128 inotify instances, ~10 queues; sandbox B then gets 0 of each (EMFILE).
+# The queues outlive A's processes (files of /dev/mqueue) until A's sandbox closes.
+@pytest.mark.parametrize("backend", ["docker", "bwrap"])
+def test_per_user_kernel_quotas_are_not_shared_between_sandboxes(backend):
+    a, b = _fresh(backend), _fresh(backend)
+    try:
+        for sb in (a, b):
+            sb.run(f"cat > /tmp/q.py <<'EOF'\n{PER_USER}\nEOF")
+        a.run("python3 /tmp/q.py hold > /tmp/a.out & sleep 2; disown -a")
+        r = b.run("python3 /tmp/q.py once")
+        counts = r.output.split()
+        assert counts[:1] == ["inotify"] and int(counts[1]) > 0 and int(counts[3]) > 0, \
+            r.output
+    finally:
+        a.close()
+        b.close()
