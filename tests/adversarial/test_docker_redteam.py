@@ -341,3 +341,38 @@ def test_extended_attributes_count_against_storage(backend):
         assert stored_mib <= 16, f"{stored_mib} MiB stored in extended attributes"
     finally:
         sb.close()
+
+
+PTYS = r'''
+import os, sys, time
+n = 0
+try:
+    while n < 1000:
+        os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+        n += 1
+except OSError:
+    pass
+print("ptys", n, flush=True)
+if sys.argv[1] == "hold":
+    time.sleep(8)
+'''
+
+
+# HOLE (both backends; the whole host): pseudo-terminals are counted host-wide
+# (kernel.pty.max 4096, of which kernel.pty.reserve 1024 are for the initial devpts
+# only): every container's and every bubblewrap sandbox's devpts shares 3072, and neither
+# mounts its devpts with a ``max``. Reproducer: four background processes of sandbox A
+# each open /dev/ptmx until ENOSPC (3072 in all); sandbox B's first open fails.
+@pytest.mark.parametrize("backend", ["docker", "bwrap"])
+def test_pseudo_terminals_of_one_sandbox_leave_others_theirs(backend):
+    a, b = _fresh(backend), _fresh(backend)
+    try:
+        for sb in (a, b):
+            sb.run(f"cat > /tmp/p.py <<'EOF'\n{PTYS}\nEOF")
+        a.run("for i in 1 2 3 4; do python3 /tmp/p.py hold > /dev/null & done; sleep 3; "
+              "disown -a")
+        r = b.run("python3 /tmp/p.py once")
+        assert int(r.output.split()[-1]) > 0, r.output
+    finally:
+        a.close()
+        b.close()
