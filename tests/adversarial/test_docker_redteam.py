@@ -376,3 +376,36 @@ def test_pseudo_terminals_of_one_sandbox_leave_others_theirs(backend):
     finally:
         a.close()
         b.close()
+
+
+THREADS = ("python3 -c 'import threading, time\n"
+           "try:\n"
+           "    for _ in range(300):\n"
+           "        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+           "except RuntimeError:\n"
+           "    pass\n"
+           "time.sleep(60)' & sleep 2; disown -a; echo held")
+
+
+# HOLE (docker only; the worst consequence of the shared RLIMIT_NPROC above): threads
+# count in RLIMIT_NPROC but not in the supervisor's process alarm (it counts processes),
+# so one action of the agent (a process with ~250 sleeping threads) takes every task of
+# uid 1000 on the host: the gold's sandbox, a docker container too, then cannot start
+# its shell to run the gold ("sandbox request 'load' failed: BlockingIOError: [Errno 11]
+# Resource temporarily unavailable: '/bin/bash'"), a RewardError, status "error" for what
+# the agent did. With other timing the gold's own forks fail instead: a wrong gold
+# result, which the gold cache would keep for later runs.
+@pytest.mark.parametrize("backend", ["docker", "bwrap"])
+def test_the_agent_cannot_starve_the_golds_sandbox_of_processes(backend):
+    need(backend)
+    from intercode.envs.bash import BashEnv
+
+    env = BashEnv("nl2bash-fs1", backend=backend, gold_cache=False)
+    try:
+        env.reset(options={"task": 0})
+        observation, *_ = env.step(THREADS)
+        assert "held" in str(observation)
+        evaluation = env.evaluate()
+        assert evaluation.info["gold_exit_code"] == 0, evaluation.info
+    finally:
+        env.close()
