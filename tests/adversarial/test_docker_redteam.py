@@ -72,7 +72,8 @@ def test_pid_1_is_not_traceable_nor_its_memory_readable(box):
 
 # -- processes: one sandbox's fork bomb must not starve another ----------------------------
 
-# HOLE (docker only): every container's agent is uid 1000 of the host's user namespace
+# Was a HOLE (docker only; fixed on this branch: docker sets no RLIMIT_NPROC, its
+# PidsLimit bounds each container): every container's agent is uid 1000 of the host's user namespace
 # (no user namespace on docker), and the supervisor sets RLIMIT_NPROC (limits.processes),
 # which the kernel checks against every process of that uid on the host: all docker
 # sandboxes (and the host's own uid 1000) share one count. Reproducer: in sandbox A
@@ -387,7 +388,7 @@ THREADS = ("python3 -c 'import threading, time\n"
            "time.sleep(60)' & sleep 2; disown -a; echo held")
 
 
-# HOLE (docker only; the worst consequence of the shared RLIMIT_NPROC above): threads
+# Was a HOLE (docker only, fixed with the one above; its worst consequence): threads
 # count in RLIMIT_NPROC but not in the supervisor's process alarm (it counts processes),
 # so one action of the agent (a process with ~250 sleeping threads) takes every task of
 # uid 1000 on the host: the gold's sandbox, a docker container too, then cannot start

@@ -276,6 +276,9 @@ class DockerSandbox(BwrapSandbox):
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
         cfg = super()._config(inside)
         cfg.pop("fds")
+        # no RLIMIT_NPROC: it counts every process of uid 1000 on the host (no user
+        # namespace here), every sandbox's; the container's PidsLimit bounds this one's
+        cfg["rlimits"]["processes"] = None
         cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
                        "top_level": list(TOP_LEVEL)}
         cfg["seccomp"] = seccomp.program(namespaces=True).hex()
