@@ -63,6 +63,9 @@ class Supervisor(snaps.Snapshots):
             pass
         for fd in self.cfg["fds"].values():
             os.set_inheritable(fd, False)
+        # pid 1 of a pid namespace drops the signals it has no handler for, from its own
+        # namespace; the agent (same uid) could end it with SIGINT (Python's handler)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.set_wakeup_fd(self.wake_w)
         for name, value in self.cfg.get("rlimits", {}).items():
