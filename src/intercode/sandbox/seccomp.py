@@ -9,7 +9,13 @@ accounts for, or that widen the kernel's attack surface for no task's benefit:
   ``semget``; ``ipc`` on i386): they outlive the processes that made them and every reset;
 * ``io_uring_*``, ``userfaultfd``, ``bpf``, ``perf_event_open`` and the key calls
   (``add_key``, ``request_key``, ``keyctl``; key quotas are per host user, shared by
-  every sandbox of that user).
+  every sandbox of that user);
+* ``inotify_init``/``inotify_init1`` and ``mq_open`` (``ENOSYS``): inotify instances and
+  POSIX message queue bytes are per-user quotas too, so one sandbox could take them all
+  from the others;
+* ``setxattr``, ``lsetxattr``, ``fsetxattr``, ``setxattrat`` (``EOPNOTSUPP``, what a file
+  system without extended attributes answers): attribute values are kernel memory that
+  the tmpfs's size does not count. Reading and removing them stays allowed.
 
 With ``namespaces`` (the Docker backend, whose container starts with ``CAP_SYS_ADMIN``
 for its set-up, so that Docker's own profile allows these calls for its whole life), it
@@ -64,6 +70,14 @@ DENIED_ERRNO = {
     "io_uring_register": errno.ENOSYS, "userfaultfd": errno.ENOSYS, "bpf": errno.ENOSYS,
     "perf_event_open": errno.ENOSYS, "add_key": errno.ENOSYS, "request_key": errno.ENOSYS,
     "keyctl": errno.ENOSYS,
+    # per-user kernel quotas, shared by every sandbox of one host user (uid 1000 on
+    # docker, the host's user on bubblewrap): inotify instances (128) and POSIX message
+    # queue bytes (800 KiB); programs fall back (``tail -f`` polls)
+    "inotify_init": errno.ENOSYS, "inotify_init1": errno.ENOSYS, "mq_open": errno.ENOSYS,
+    # extended attributes are kernel memory outside a tmpfs's size (``storage``): the
+    # answer of a file system without them, which ``cp -a``, ``tar`` and ``rsync`` accept
+    "setxattr": errno.EOPNOTSUPP, "lsetxattr": errno.EOPNOTSUPP,
+    "fsetxattr": errno.EOPNOTSUPP, "setxattrat": errno.EOPNOTSUPP,
 }
 
 NAMESPACE_ERRNO = {
@@ -90,20 +104,24 @@ SYSCALLS: dict[int, dict[str, int]] = {
         "shmget": 29, "semget": 64, "msgget": 68, "add_key": 248, "request_key": 249, "keyctl": 250,
         "perf_event_open": 298, "memfd_create": 319, "bpf": 321, "userfaultfd": 323,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "memfd_secret": 447,
+        "memfd_secret": 447, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
+        "setxattrat": 463, "inotify_init": 253, "inotify_init1": 294, "mq_open": 240,
     },
     AUDIT_ARCH_I386: {
         "ipc": 117, "add_key": 286, "request_key": 287, "keyctl": 288,
         "perf_event_open": 336, "memfd_create": 356, "bpf": 357, "userfaultfd": 374,
         "semget": 393, "shmget": 395, "msgget": 399, "io_uring_setup": 425, "io_uring_enter": 426,
-        "io_uring_register": 427, "memfd_secret": 447,
+        "io_uring_register": 427, "memfd_secret": 447, "setxattr": 226, "lsetxattr": 227,
+        "fsetxattr": 228, "setxattrat": 463, "inotify_init": 291, "inotify_init1": 332,
+        "mq_open": 277,
     },
     AUDIT_ARCH_AARCH64: {
         "msgget": 186, "semget": 190, "shmget": 194, "add_key": 217, "request_key": 218,
         "keyctl": 219,
         "perf_event_open": 241, "memfd_create": 279, "bpf": 280, "userfaultfd": 282,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "memfd_secret": 447,
+        "memfd_secret": 447, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
+        "setxattrat": 463, "inotify_init1": 26, "mq_open": 180,
     },
 }
 
