@@ -228,11 +228,14 @@ HOG = (
 )
 
 
+PAGE_TABLES_KIB = ("cat /proc/[0-9]*/status 2>/dev/null | awk '/^VmPTE/ {k += $2} "
+                   "END {print k + 0}'")
+
+
 def _hogs(sb, count: int) -> str:
     return sb.run(f"echo {''.join(HOG)} | base64 -d > /hog; chmod +x /hog; "
                   f"for i in $(seq {count}); do /hog & done; disown -a; sleep 3; "
-                  "cat /proc/[0-9]*/status 2>/dev/null | awk '/^VmPTE/ {k += $2} "
-                  "END {print k}'").output
+                  + PAGE_TABLES_KIB).output
 
 
 # HOLE (docker only): the container's memory cgroup counts kernel memory (page tables,
@@ -243,6 +246,12 @@ def _hogs(sb, count: int) -> str:
 # SandboxError("sandbox supervisor exited"): status "error" for what the agent did.
 # Reproducer: limits memory=256 MiB, storage=16 MiB, shm=8 MiB; the action starts 100
 # copies of HOG in the background; the next action fails.
+# Still open (docs/security.md, "Known residual risks"): the watch now counts page tables
+# and kills every process past the limit at once, but the hogs outgrow its tick and pipe
+# buffers stay uncounted. The fix needs the supervisor out of the OOM killer's reach
+# (its shells spawned by a helper forked before pid 1 lowers its oom_score_adj), or a
+# death by the cgroup's OOM killer reported as the agent's fault.
+@pytest.mark.xfail(strict=True, reason="open: the cgroup's OOM killer can still pick pid 1")
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="HOG is x86-64 code")
 def test_kernel_memory_past_the_cgroup_limit_never_kills_pid_1():
     sb = _fresh("docker", memory=256 << 20, storage=16 << 20, shm=8 << 20)
@@ -253,7 +262,8 @@ def test_kernel_memory_past_the_cgroup_limit_never_kills_pid_1():
         sb.close()
 
 
-# HOLE (both backends; on bubblewrap a memory limit bypass, on docker see above): page
+# Was a HOLE (both backends; fixed: the supervisor's watch counts VmPTE with VmRSS and
+# kills the largest processes until the rest is within the limit): page
 # tables and pipe buffers are memory the agent holds but its limit does not count: 100
 # copies of HOG hold about 1 GiB of the host's memory (MemAvailable fell by 998 MiB) in a
 # sandbox whose limit is 256 MiB, and nothing is killed (bubblewrap has no cgroup).
@@ -261,7 +271,8 @@ def test_kernel_memory_past_the_cgroup_limit_never_kills_pid_1():
 def test_page_tables_count_against_the_memory_limit():
     sb = _fresh("bwrap", memory=256 << 20)
     try:
-        held_kib = int(_hogs(sb, 100).split()[-1])
+        _hogs(sb, 100)  # (the watch may kill the shell of this action too)
+        held_kib = int(sb.run(PAGE_TABLES_KIB).output.split()[-1])
         assert held_kib <= 256 << 10, f"{held_kib >> 10} MiB of page tables alone"
     finally:
         sb.close()
@@ -373,7 +384,10 @@ if sys.argv[1] == "hold":
 # only): every container's and every bubblewrap sandbox's devpts shares 3072, and neither
 # mounts its devpts with a ``max``. Reproducer: four background processes of sandbox A
 # each open /dev/ptmx until ENOSPC (3072 in all); sandbox B's first open fails.
-@pytest.mark.parametrize("backend", ["docker", "bwrap"])
+@pytest.mark.parametrize("backend", [
+    "docker",  # fixed: pid 1 remounts the container's devpts with max=64
+    pytest.param("bwrap", marks=pytest.mark.xfail(
+        strict=True, reason="open: bubblewrap's --dev takes no devpts max (security.md)"))])
 def test_pseudo_terminals_of_one_sandbox_leave_others_theirs(backend):
     a, b = _fresh(backend), _fresh(backend)
     try:

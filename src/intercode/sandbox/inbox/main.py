@@ -149,7 +149,8 @@ class Supervisor(snaps.Snapshots):
         """Enforce the sandbox-wide limits that no rlimit covers.
 
         Too many processes (a fork bomb in the background): everything but the shell
-        is killed. Too much resident memory in all: the largest process is killed.
+        is killed. Too much memory in all (resident memory and page tables): the largest
+        processes are killed, largest first, until the rest is within the limit.
         Too many files, still growing: every process is killed (see :meth:`watch_files`).
         A frozen sandbox is checked to be still frozen.
         """
@@ -167,15 +168,27 @@ class Supervisor(snaps.Snapshots):
                 self.freezer.freeze()
             return
         total = sum(rss.values())
-        if self.memory_total is not None and total > self.memory_total and rss:
-            pid = max(rss, key=rss.get)
+        if self.memory_total is None or total <= self.memory_total or not rss:
+            return
+        left, killed = total, []
+        for pid in sorted(rss, key=rss.get, reverse=True):
+            if left <= self.memory_total:
+                break
             name = shell.process_name(pid)
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
-                return
-            self.note("the sandbox's processes used %d MiB of memory (the limit is %d MiB); "
-                      "%s (pid %d) was killed" % (total >> 20, self.memory_total >> 20, name, pid))
+                continue
+            left -= rss[pid]
+            killed.append((name, pid))
+        if not killed:
+            return
+        what = "%s (pid %d) was killed" % killed[0]
+        if len(killed) > 1:
+            what = "%d processes were killed, the largest %s (pid %d) first" % (
+                len(killed), killed[0][0], killed[0][1])
+        self.note("the sandbox's processes used %d MiB of memory (the limit is %d MiB); %s"
+                  % (total >> 20, self.memory_total >> 20, what))
 
     def watch_files(self):
         """Kill every process if the file systems hold more inodes than allowed and grow.

@@ -26,6 +26,8 @@ import os
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
 MS_MOVE, MS_PRIVATE = 8192, 1 << 18
 MNT_DETACH = 2
+MS_NOEXEC = 8
+PTY_MAX = 64  # pseudo-terminals of one sandbox
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
 PR_SET_NO_NEW_PRIVS = 38
@@ -46,9 +48,10 @@ def _check(result, what):
         raise OSError(err, "%s: %s" % (what, os.strerror(err)))
 
 
-def _mount(source, target, flags, fstype=None):
+def _mount(source, target, flags, fstype=None, data=None):
     _check(_libc.mount(source and source.encode(), target.encode(),
-                       fstype and fstype.encode(), ctypes.c_ulong(flags), None),
+                       fstype and fstype.encode(), ctypes.c_ulong(flags),
+                       data and data.encode()),
            "mount %s" % target)
 
 
@@ -73,6 +76,13 @@ def build(new, top_level):
     _bind("/etc", new + "/etc", READ_ONLY)
     _bind("/proc", new + "/proc", None)  # its masked and read-only paths come along
     _bind("/dev", new + "/dev", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID)
+    pts = new + "/dev/pts"
+    if os.path.ismount(pts):
+        # pseudo-terminals are one pool for the whole host (kernel.pty.max): this
+        # container's devpts (Docker's own instance, its options restated: a remount
+        # resets the others) gets a share of its own
+        _mount(None, pts, MS_REMOUNT | MS_NOSUID | MS_NOEXEC, None,
+               "newinstance,ptmxmode=0666,mode=0620,gid=5,max=%d" % PTY_MAX)
 
 
 def switch(new):

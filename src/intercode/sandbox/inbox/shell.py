@@ -261,15 +261,27 @@ def live_pids(exclude):
 
 
 def usage(exclude):
-    """``(count, rss_by_pid)`` of the live processes not in ``exclude``."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    rss = {}
+    """``(count, memory_by_pid)`` of the live processes not in ``exclude``: a process's
+    memory is its resident memory plus its page tables (a process that maps much and
+    touches little holds megabytes of page tables and a few KiB resident)."""
+    held = {}
     for pid in live_pids(exclude):
         try:
-            rss[pid] = int(proc_read("%d/statm" % pid).split()[1]) * page
+            held[pid] = _memory(proc_read("%d/status" % pid))
         except (OSError, IndexError, ValueError):
             continue
-    return len(rss), rss
+    return len(held), held
+
+
+def _memory(status):
+    """Bytes of ``VmRSS`` + ``VmPTE`` in a ``/proc/<pid>/status`` (0 for a process
+    without memory, e.g. a zombie)."""
+    total = 0
+    for key in (b"\nVmRSS:", b"\nVmPTE:"):
+        at = status.find(key)
+        if at >= 0:
+            total += int(status[at + len(key):status.index(b"kB", at)]) << 10
+    return total
 
 
 def process_name(pid):
