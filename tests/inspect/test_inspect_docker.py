@@ -23,7 +23,11 @@ from intercode.inspect.sandbox import (
 )
 from intercode.inspect.tasks import intercode_task
 
-WHERE = "test -e /.dockerenv && echo container || echo no-container; whoami; hostname"
+# in a container: its cgroup is Docker's (cgroup v1, or v2 without a private cgroup
+# namespace), or its /usr comes from the image's overlay (the root itself is a tmpfs, as
+# on bubblewrap, so /.dockerenv is not there)
+WHERE = ("{ grep -q docker /proc/self/cgroup || grep -q ' - overlay ' /proc/self/mountinfo; }"
+         " && echo container || echo no-container; whoami; hostname")
 
 
 def test_the_configuration_names_the_backend(tmp_path):
