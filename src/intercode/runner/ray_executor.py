@@ -170,17 +170,20 @@ class RayExecutor:
 
     def _check_root(self, root: dict[str, Any] | None, node: str) -> None:
         """The first actor's root is the run's; any other actor's must be the same."""
-        from intercode.sandbox.rootfs import same_root
+        from intercode.sandbox.rootfs import root_label, same_root
 
         if not self._root_known:
             self._root_known, self.root = True, root
             if self.on_root is not None:
                 self.on_root(root)
             return
-        if (root is None) != (self.root is None) or (
-                root is not None and self.root is not None and not same_root(self.root, root)):
+        if root is None or self.root is None:
+            same = root is self.root
+        else:
+            same = same_root(self.root, root)
+        if not same:
             raise RunAborted(f"Ray node {node} mounts another root file system "
-                             f"({_root_text(root)}) than the run's ({_root_text(self.root)}): "
+                             f"({root_label(root)}) than the run's ({root_label(self.root)}): "
                              "build the same root on every node (`intercode image build`), "
                              "or give every node the same --rootfs")
 
@@ -300,12 +303,3 @@ def _first_line(exc: BaseException) -> str:
     line = text.splitlines()[0] if text else ""
     return f"{type(exc).__name__}: {line}"[:500]
 
-
-def _root_text(root: dict[str, Any] | None) -> str:
-    if root is None:
-        return "none"
-    if root.get("kind") == "pinned":
-        return f"pinned {str(root.get('identity'))[:12]}"
-    if root.get("kind") == "image":
-        return f"image {root.get('name')} {str(root.get('identity') or root.get('id'))[:19]}"
-    return f"{root.get('kind')} {root.get('path')}"

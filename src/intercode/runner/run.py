@@ -286,17 +286,6 @@ def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],
     return latest_by_task(kept)
 
 
-def _root_label(root: Any) -> str:
-    if not isinstance(root, dict):
-        return "unknown"
-    if root.get("kind") == "pinned":
-        return f"the pinned root {str(root.get('identity'))[:12]}"
-    if root.get("kind") == "image":
-        made = f", the pinned root {str(root['identity'])[:12]}" if root.get("identity") else ""
-        return f"the image {root.get('name')} ({str(root.get('id'))[:19]}{made})"
-    return "the host's root" if root.get("kind") == "host" else f"the root {root.get('path')}"
-
-
 def _recorded_root(config_path: Path) -> dict[str, Any] | None:
     """The root an existing run recorded (a run from before roots were recorded ran on
     the host's); None: no run there, no sandbox, or unreadable."""
@@ -325,8 +314,8 @@ def _refuse_other_root(before: dict[str, Any], root: dict[str, Any]) -> None:
             hint = "--rootfs host"
         else:
             hint = f"--rootfs {before.get('path')} (if it is still there)"
-        raise ConfigError(f"cannot resume: the run used {_root_label(before)}, now "
-                          f"{_root_label(root)}; resume with {hint}, or use a new --output")
+        raise ConfigError(f"cannot resume: the run used {rootfs.root_label(before)}, now "
+                          f"{rootfs.root_label(root)}; resume with {hint}, or use a new --output")
 
 
 def _ours(rec: dict[str, Any], cfg: RunConfig, count: int) -> bool:

@@ -438,6 +438,21 @@ def same_root(before: dict[str, Any], now: dict[str, Any]) -> bool:
     return before.get("kind") == now.get("kind") and before.get("path") == now.get("path")
 
 
+def root_label(root: Any) -> str:
+    """A recorded root in words, for messages (``none`` for a run without one, ``unknown``
+    for what is not a record)."""
+    if root is None:
+        return "none"
+    if not isinstance(root, dict):
+        return "unknown"
+    if root.get("kind") == "pinned":
+        return f"the pinned root {str(root.get('identity'))[:12]}"
+    if root.get("kind") == "image":
+        made = f", the pinned root {str(root['identity'])[:12]}" if root.get("identity") else ""
+        return f"the image {root.get('name')} ({str(root.get('id'))[:19]}{made})"
+    return "the host's root" if root.get("kind") == "host" else f"the root {root.get('path')}"
+
+
 def describe(root: Path) -> dict[str, Any]:
     """What ``config.json`` records of the root a run mounts: the kind (``pinned``,
     ``host``, ``directory``), its path and, for a pinned root, its identity and profile."""
