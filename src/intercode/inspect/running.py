@@ -15,6 +15,7 @@ from intercode.envs.base import IntercodeEnv
 from intercode.envs.settings import EnvSettings
 from intercode.errors import SandboxError
 from intercode.inspect.episode import POOL, Episode
+from intercode.sandbox import require_backend
 
 STORE_KEY = "intercode:outcome"
 T = TypeVar("T")
@@ -41,6 +42,9 @@ class Setup:
     sql_backend: str = "sqlite"
     network: bool = False
     sandbox: str = "bwrap"  # the sandbox backend (bwrap or docker)
+
+    def __post_init__(self) -> None:
+        require_backend(self.sandbox)  # an unknown name: one line, before any sample runs
 
     @property
     def settings(self) -> EnvSettings:

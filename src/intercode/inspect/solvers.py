@@ -14,7 +14,6 @@ from intercode.agents.parsing import parse_code, truncate_observation
 from intercode.benchmarks import get
 from intercode.inspect.episode import Episode
 from intercode.inspect.running import Running, Setup, blocking
-from intercode.sandbox import require_backend
 
 STRATEGIES = ("try_again", "react")
 
@@ -24,7 +23,7 @@ def try_again(env: str, dataset: str, turns: int = 10, sql_backend: str = "sqlit
               network: bool = False, sandbox: str = "bwrap") -> Solver:
     """The paper's Try Again: the model sees each action's output and reward (CTF: the
     output) and tries again until the reward is 1 or ``turns`` replies were made."""
-    setup = Setup(env, dataset, sql_backend, network, require_backend(sandbox))
+    setup = Setup(env, dataset, sql_backend, network, sandbox)
     benchmark = get(env)
     chars, rows = OBSERVATION_LIMITS["try-again"]
 
@@ -103,7 +102,7 @@ def react_agent(env: str, dataset: str, turns: int = 10, sql_backend: str = "sql
                 network: bool = False, sandbox: str = "bwrap") -> Solver:
     """Inspect's ``react`` agent with the episode's ``execute`` and ``submit`` tools; the
     reward is the submitted one, or the final state's if it never submits."""
-    setup = Setup(env, dataset, sql_backend, network, require_backend(sandbox))
+    setup = Setup(env, dataset, sql_backend, network, sandbox)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         async with Running(setup, state, score_each_turn=False) as episode:

@@ -15,7 +15,6 @@ from intercode.inspect.episode import POOL
 from intercode.inspect.running import Setup
 from intercode.inspect.scorer import intercode_scorer
 from intercode.inspect.solvers import STRATEGIES, react_agent, try_again
-from intercode.sandbox import require_backend
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +74,7 @@ def intercode_task(env: str, dataset: str | None = None, strategy: str = "try_ag
         raise ConfigError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
     if turns < 1:
         raise ConfigError(f"turns must be at least 1, got {turns}")
-    setup = Setup(env, dataset, sql_backend, network, require_backend(sandbox))
+    setup = Setup(env, dataset, sql_backend, network, sandbox)
     found, skipped = samples(setup, task_indices(tasks))
     if skipped:
         log.warning("intercode/%s: %d task(s) of %s cannot run here and are left out "
