@@ -329,12 +329,10 @@ class McpService:
             if session is None or session.closed:
                 session = self.pool.open()  # Busy past max_sessions; never blocks
                 self.bound[key] = session
-        else:
-            session = self._session(key)
-        if tool == "reset":
             result = await self._in_turn(session, session.reset, args.get("task"),
                                          args.get("seed"))
             return {**result, "tasks": self.tasks}
+        session = self._session(key)
         if tool == "execute":
             return await self._in_turn(session, session.execute, args["code"])
         if tool == "evaluate":

@@ -92,24 +92,20 @@ class Workers:
             if item is None:
                 return
             loop, future, call, args, finished = item
+            result: Any = None
+            error: BaseException | None = None
             if future.cancelled():  # the caller gave up before it ran
-                self._done()
-                _settle(loop, future, None, None, finished)
-                continue
-            if self._closed:
-                self._done()
-                _settle(loop, future, None, RuntimeError("the server is shutting down"),
-                        finished)
-                continue
-            try:
-                result = call(*args)
-            except BaseException as exc:  # handed to the caller, whatever it is
-                self._done()
-                _settle(loop, future, None, exc, finished)
+                pass
+            elif self._closed:
+                error = RuntimeError("the server is shutting down")
             else:
-                self._done()
-                _settle(loop, future, result, None, finished)
-            del item, future, call, args, finished
+                try:
+                    result = call(*args)
+                except BaseException as exc:  # handed to the caller, whatever it is
+                    error = exc
+            self._done()
+            _settle(loop, future, result, error, finished)
+            del item, future, call, args, finished, result, error
 
     def _done(self) -> None:
         with self._lock:
