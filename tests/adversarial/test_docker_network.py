@@ -9,12 +9,11 @@ nor another sandbox on the same network; ``network=False`` reaches nothing.
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
 from backends import need
+from host_listener import HostListener
 
 from intercode.errors import SandboxError
 from intercode.sandbox import create_sandbox
@@ -41,29 +40,6 @@ SERVE = ("python3 -c \"import socket\n"
          "while True:\n"
          "    c,_=s.accept(); c.sendall(b'SANDBOX-A\\n'); c.close()\n"
          "\" >/dev/null 2>&1 & sleep 1; echo started")
-
-
-class Listener:
-    """A TCP service on the host at ``address`` that greets every client."""
-
-    def __init__(self, address: str) -> None:
-        self.sock = socket.create_server((address, 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            with conn:
-                conn.sendall(GREETING)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def _box(network: bool | str):
@@ -97,15 +73,15 @@ def isolated(gateway) -> Iterator[object]:
 
 
 @pytest.fixture()
-def on_gateway(gateway) -> Iterator[Listener]:
-    srv = Listener(gateway)
+def on_gateway(gateway) -> Iterator[HostListener]:
+    srv = HostListener(GREETING, gateway)
     yield srv
     srv.close()
 
 
 @pytest.fixture()
-def on_loopback() -> Iterator[Listener]:
-    srv = Listener("127.0.0.1")
+def on_loopback() -> Iterator[HostListener]:
+    srv = HostListener(GREETING)
     yield srv
     srv.close()
 

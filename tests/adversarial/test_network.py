@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from host_listener import HostListener
 
 import intercode
 from intercode.envs.ctf import CtfEnv
@@ -61,33 +60,9 @@ ROUTES = (
 )
 
 
-class HostListener:
-    """A TCP service on the host's 127.0.0.1 that greets every client (as MariaDB does)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            with conn:
-                conn.sendall(GREETING)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 @pytest.fixture()
 def listener() -> Iterator[HostListener]:
-    srv = HostListener()
+    srv = HostListener(GREETING)
     yield srv
     srv.close()
 
