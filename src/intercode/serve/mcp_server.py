@@ -284,6 +284,8 @@ class McpService:
         if session is not None:
             try:
                 await self.run(session.close)
+            except asyncio.CancelledError:  # the server's shutdown gave up waiting
+                log.warning("session %s left to the shutdown (still busy)", session.id)
             except Exception:  # shutting down: the pool closes it
                 log.warning("could not close session %s", session.id, exc_info=True)
 
