@@ -14,47 +14,16 @@ the other session's calls were answered).
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 import threading
 from typing import Any
 
 import anyio
 import httpx2
+from mcp_server_process import http_server
 
 SLOW = 5  # seconds of each flooding call
 FLOOD = 12  # more than the 8 worker threads of a --max-sessions 2 server
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "intercode", "serve", "mcp", "--env", "bash", "--dataset",
-         "bash-demo", "--transport", "http", "--port", "0", "--max-sessions", "2",
-         "--warm", "0", "--idle-timeout", "120"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, env=dict(os.environ))
-    found: list[str] = []
-    ready = threading.Event()
-
-    def drain() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            match = re.search(r"on (http://\S+)", line)
-            if match and not found:
-                found.append(match.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    ready.wait(90)
-    if not found:
-        proc.kill()
-        raise AssertionError("the server did not start")
-    return proc, found[0]
 
 
 class Rpc:
@@ -91,8 +60,9 @@ class Rpc:
 
 
 def test_a_flood_of_calls_in_one_session_does_not_hold_up_another():
-    proc, url = start_server()
-    try:
+    with http_server("--env", "bash", "--dataset", "bash-demo", "--max-sessions", "2",
+                     "--warm", "0", "--idle-timeout", "120") as server:
+        url = server.url
         async def main() -> tuple[int, list[str]]:
             limits = httpx2.Limits(max_connections=FLOOD + 8)
             async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=300),
@@ -133,13 +103,6 @@ def test_a_flood_of_calls_in_one_session_does_not_hold_up_another():
         # calls holding the server's 8 threads, it would have waited for 5 of them)
         assert done_when_served <= 2, done_when_served
         assert all(out == "slow\n" for out in ended), ended  # in turn, none refused
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_cancelling_a_running_call_does_not_let_the_next_one_take_a_thread():

@@ -11,17 +11,13 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -30,43 +26,19 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_server_process import SERVE, HttpServer, alive, bwraps_of
+from mcp_server_process import http_server as serve_http
 
 from intercode.benchmarks import get
 from intercode.datasets import load_dataset
 
 TOKEN = "s3cret-test-token"
-SERVE = [sys.executable, "-m", "intercode", "serve", "mcp"]
 ENVS = {"bash": ("bash-demo", 2), "sql": ("spider-dev", 0), "python": ("mbpp-prompt", 0),
         "ctf": ("intercode-ctf", 0)}
 NEEDS_SESSION = "keeps one episode per MCP session"
 
 
 # -- servers and clients -------------------------------------------------------------------
-
-class HttpServer:
-    """A server subprocess on a free loopback port."""
-
-    def __init__(self, proc: subprocess.Popen[str], url: str, log: list[str]) -> None:
-        self.proc, self.url, self.log = proc, url, log
-
-    def bwraps(self) -> set[int]:
-        """The sandboxes (bwrap processes) the server runs now."""
-        return bwraps_of(self.proc.pid)
-
-
-def bwraps_of(pid: int) -> set[int]:
-    out = subprocess.run(["pgrep", "-P", str(pid), "-x", "bwrap"], capture_output=True,
-                         text=True).stdout
-    return {int(p) for p in out.split() if alive(int(p))}
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
 
 def wait_for(condition: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
@@ -84,43 +56,8 @@ NO_GOLD_CACHE = {"INTERCODE_GOLD_CACHE": "0"}
 
 @contextmanager
 def http_server(*args: str, token: str | None = TOKEN) -> Iterator[HttpServer]:
-    env = {**os.environ, **NO_GOLD_CACHE}
-    if token is not None:
-        env["MCP_TEST_TOKEN"] = token
-        args = (*args, "--token-env", "MCP_TEST_TOKEN")
-    proc = subprocess.Popen([*SERVE, "--transport", "http", "--port", "0", *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    log: list[str] = []
-    assert proc.stderr is not None
-    found: list[str] = []
-    ready = threading.Event()
-
-    def drain() -> None:  # read the log, never let the pipe fill
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            log.append(line)
-            match = re.search(r"on (http://\S+)", line)
-            if match and not found:
-                found.append(match.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    try:
-        ready.wait(60)
-        assert found, f"the server did not start: {''.join(log)}"
-        yield HttpServer(proc, found[0], log)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise AssertionError("the server did not stop on SIGTERM") from None
-    assert proc.returncode == 0, "".join(log)
-    assert "Traceback" not in "".join(log), "".join(log)
+    with serve_http(*args, token=token, env=NO_GOLD_CACHE) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
