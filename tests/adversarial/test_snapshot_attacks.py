@@ -206,3 +206,40 @@ def test_the_agent_cannot_see_or_reach_the_fork_spare():
             fork.close()
     finally:
         env.close()
+
+
+def test_a_big_tree_and_busy_processes_do_not_time_out_a_snapshot():
+    """The shell's capture runs while the supervisor copies the tree; the copy's time
+    once counted against the capture's action time limit, so an agent with a big tree
+    and a few busy background processes made every snapshot fail (a timed-out capture,
+    its background processes killed)."""
+    from intercode.envs.bash import BashEnv
+    from intercode.sandbox.limits import Limits
+
+    env = BashEnv(testing.small_dataset("bash"), limits=Limits(timeout=0.5))
+    try:
+        env.reset(options={"task": 0})
+        obs, *_ = env.step("mkdir -p /tmp/big && for i in 1 2 3 4; do "
+                           "head -c 100000000 /dev/zero > /tmp/big/f$i; done; "
+                           "for i in 1 2 3 4; do (while :; do :; done) & done; disown -a; "
+                           "echo ready")
+        assert obs.strip() == "ready", obs
+        snap = env.snapshot()
+        env.step("rm -rf /tmp/big")
+        env.restore(snap)
+        assert env.step("ls /tmp/big | wc -l")[0].split()[0] == "4"
+    finally:
+        env.close()
+
+
+def test_a_held_copy_reported_with_an_absurd_pid_is_a_snapshot_error():
+    """The held copy's pid comes back through the agent's own interpreter, which it can
+    patch: a pid of 1e999 (JSON's infinity) raised OverflowError, not a SnapshotError."""
+    env = make("python")
+    try:
+        env.step("import json\njson.dumps = lambda *a, **k: '{\"pid\": 1e999}'")
+        with pytest.raises(SnapshotError, match="did not hold a copy"):
+            env.snapshot()
+        assert "2" in env.step("print(1 + 1)")[0]  # the episode goes on
+    finally:
+        env.close()

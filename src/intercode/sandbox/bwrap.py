@@ -158,6 +158,7 @@ class BwrapSandbox(base.Sandbox):
         self._net: SandboxNetwork | None = None
         self._booting = False  # spawned by begin(), not known ready yet
         self._held_pending: int | None = None  # a held copy's registration not confirmed
+        self._code_asked = False  # this start asked the supervisor for its compiled code
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -244,7 +245,8 @@ class BwrapSandbox(base.Sandbox):
         try:
             version, compiled = _COMPILED.get(self._code_key(), ("", b""))
             cfg = self._config(inside)
-            if not compiled:
+            self._code_asked = not compiled
+            if self._code_asked:
                 cfg["send_code"] = True
             proto.write_all(inside["cfg"],
                             proto.encode({"sources": _inbox_sources(), "version": version},
@@ -315,10 +317,14 @@ class BwrapSandbox(base.Sandbox):
         raise SandboxUnavailableError(self._startup_failure())
 
     def _code_key(self) -> tuple[str, str, str]:
-        return (self.python, str(self.layout.rootfs), _sources_digest())
+        return (f"{type(self).__name__}:{self.python}", str(self.layout.rootfs),
+                _sources_digest())
 
     def _keep_code(self, ready: dict[str, Any]) -> None:
-        """Keep the compiled modules a freshly booted sandbox handed over (see BOOT)."""
+        """Keep the compiled modules a freshly booted sandbox handed over (see BOOT),
+        only if this start asked for them."""
+        if not self._code_asked:
+            return
         code, version = ready.get("code"), ready.get("version")
         if isinstance(code, str) and isinstance(version, str) and version:
             try:
@@ -358,6 +364,10 @@ class BwrapSandbox(base.Sandbox):
         if self._stderr_fd is not None:
             os.close(self._stderr_fd)
             self._stderr_fd = None
+        self._forget_run()
+
+    def _forget_run(self) -> None:
+        """Drop what belonged to the sandbox just closed (a start begins afresh)."""
         self._channel = None
         self._io = None
         self._tree_id = None
@@ -526,18 +536,20 @@ class BwrapSandbox(base.Sandbox):
         if ident is None or self._channel is None:
             return
         deadline = time.monotonic() + timeout
-        while not any(ev.get("id") == ident for ev in self._channel.take_events("held")):
+        while True:
+            self._channel.pump()  # (on docker the event may be read off the stream already)
+            if any(ev.get("id") == ident for ev in self._channel.take_events("held")):
+                break
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SandboxError("the sandbox did not confirm a snapshot's held interpreter")
             select.select([self._channel.read_fd], [], [], remaining)
-            self._channel.pump()
         self._held_pending = None
 
     def _held_pid(self, result: ExecResult) -> int:
         try:
             return int(json.loads(result.reply or "")["pid"])
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, OverflowError) as exc:
             raise SnapshotError("the interpreter did not hold a copy of itself: "
                                 f"{result.observation[-200:]}") from exc
 

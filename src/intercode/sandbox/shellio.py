@@ -176,6 +176,9 @@ class ShellIO:
                 meanwhile()
             except BaseException as exc:  # raised once the action has ended
                 failure = exc
+            # the action's time starts now: what ran meanwhile (a tree copy of up to the
+            # storage limit) was the supervisor's work, not the action's
+            run.deadline = time.monotonic() + timeout
         code = run.wait()
         if failure is not None:
             raise failure
