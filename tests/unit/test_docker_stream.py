@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import select
 import socket
 import threading
 import time
 
-from intercode.sandbox.docker_stream import BACKLOG, DOCKER_HEAD, Stream
+from intercode.sandbox.docker_stream import BACKLOG, DOCKER_HEAD, STATUS_POINTS, Stream
 from intercode.sandbox.inbox import proto
 from intercode.sandbox.inbox.relay import (
     FROM_CTL,
@@ -232,3 +233,26 @@ def test_the_relays_loop_releases_a_held_freeze_when_it_is_due():
     os.close(rig.host_w)
     thread.join(timeout=10)
     assert not thread.is_alive()
+
+
+def test_alternating_output_and_status_records_keep_few_waiting_points():
+    """Status records wait for the output before them; a flood of alternating one-byte
+    output and status frames (only the agent's processes write such) once kept one
+    entry per pair on the host, without bound but the bytes."""
+    host, engine = socket.socketpair()
+    stream = Stream(host)
+    pairs = 3 * STATUS_POINTS
+    data = b"".join(mux(FROM_OUTPUT, b"o") + mux(FROM_STATUS, b"s") for _ in range(pairs))
+
+    def send() -> None:  # (more than the socket buffers: sent while the stream reads)
+        engine.sendall(data)
+        engine.shutdown(socket.SHUT_WR)
+
+    threading.Thread(target=send, daemon=True).start()
+    while not stream.ended:
+        select.select([host], [], [], 5)
+        stream.receive()
+    assert len(stream._status_waiting) <= STATUS_POINTS
+    assert stream.take_output() == b"o" * pairs
+    assert stream.take_status() == b"s" * pairs  # nothing lost, once the output was read
+    engine.close()

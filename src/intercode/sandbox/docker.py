@@ -22,6 +22,7 @@ removes those left by processes that no longer exist.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -34,11 +35,11 @@ from typing import Any
 from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError, SnapshotError
 from intercode.fsutil import write_atomic
 from intercode.sandbox import base, seccomp
-from intercode.sandbox.bwrap import BOOT, BwrapSandbox
+from intercode.sandbox.bwrap import BOOT, BwrapSandbox, _inbox_sources
 from intercode.sandbox.docker_engine import Engine, message
 from intercode.sandbox.docker_network import container_settings
 from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
-from intercode.sandbox.inbox import MODULES, proto
+from intercode.sandbox.inbox import proto
 from intercode.sandbox.layout import (
     EPOCH_NS,
     MASKED_PROC_DIRS,
@@ -73,11 +74,12 @@ START_TIMEOUT = 60.0
 _swept = False
 
 
+@functools.cache
 def _sources() -> list[list[str]]:
-    """The supervisor's modules and the relay, as the boot code reads them."""
+    """The supervisor's modules and the relay, as the boot code reads them (read once)."""
     pkg = resources.files("intercode.sandbox.inbox")
-    return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
-            for name in (*MODULES, "newroot", "relay")]
+    return [*_inbox_sources(), *([name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
+                                 for name in ("newroot", "relay"))]
 
 
 def _proc_start(pid: int) -> str | None:
@@ -169,7 +171,7 @@ class DockerSandbox(BwrapSandbox):
         when none is named (``base`` or ``ctf``)."""
         super().__init__(limits=limits, layout=layout, python=python, shell=shell,
                          shell_data=shell_data)
-        self.network = network_mode(self.layout.network)  # a bad setting fails here
+        network_mode(self.layout.network)  # a bad setting fails here
         self.image = image or self.layout.image
         self.image_id: str | None = None  # set at start (see start)
         self.profile = profile if profile != "base" else self.layout.image_profile
@@ -344,14 +346,7 @@ class DockerSandbox(BwrapSandbox):
             io.close()
         if stream is not None:
             stream.sock.close()
-            for fd in stream.host_fds():
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        self._channel = None
-        self._io = None
-        self._tree_id = None
+        self._forget_run()
 
     # -- trees ---------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ import select
 import socket
 import struct
 import time
+from collections import deque
 from typing import Any
 
 from intercode.errors import SandboxError
@@ -50,6 +51,7 @@ STDOUT, STDERR = 1, 2
 BACKLOG = {FROM_OUTPUT: 8 << 20, FROM_STATUS: 64 << 20}
 STDERR_KEEP = 1 << 16
 READ = 1 << 20
+STATUS_POINTS = 4096  # points in the output that status records wait for, at most
 THAW_FRAME = proto.encode(THAW)
 
 
@@ -67,7 +69,8 @@ class Stream:
         self.status = bytearray()  # its status records whose output before was read
         self._output_in = 0  # bytes of output kept so far
         self._output_taken = 0  # bytes of output read so far
-        self._status_waiting: list[tuple[int, bytes]] = []  # (output before it, record)
+        # (output before it, records): one entry per point in the output
+        self._status_waiting: deque[tuple[int, bytearray]] = deque()
         self._status_bytes = 0  # in both
         self._docker = bytearray(first)
         self._readbuf = bytearray(READ)
@@ -76,10 +79,6 @@ class Stream:
         self.dropped = 0
         self.ended = False
         self._parse()
-
-    def host_fds(self) -> list[int]:
-        """The descriptors closed with the sandbox (none but the socket)."""
-        return []
 
     def hold(self, channel: int, data: bytes) -> None:
         """Keep a frame to send with the next one (a ``thaw`` goes with its action)."""
@@ -159,8 +158,17 @@ class Stream:
             elif channel == FROM_STATUS:
                 room = max(BACKLOG[FROM_STATUS] - self._status_bytes, 0)
                 chunk = chunk[:room]
+                if not chunk:
+                    continue
                 self._status_bytes += len(chunk)
-                self._status_waiting.append((self._output_in, chunk))
+                waiting = self._status_waiting
+                if waiting and (waiting[-1][0] == self._output_in
+                                or len(waiting) >= STATUS_POINTS):
+                    # no output between (or a flood of alternating output and status
+                    # records, which only the agent's processes write): one entry
+                    waiting[-1][1].extend(chunk)
+                else:
+                    waiting.append((self._output_in, bytearray(chunk)))
         self._release_status()
 
     def take_output(self, limit: int | None = None) -> bytes:
@@ -187,7 +195,7 @@ class Stream:
         after an action's status belongs to the next one)."""
         waiting = self._status_waiting
         while waiting and waiting[0][0] <= self._output_taken:
-            self.status += waiting.pop(0)[1]
+            self.status += waiting.popleft()[1]
 
     def _end(self) -> None:
         self.ended = True

@@ -186,7 +186,10 @@ class Relay:
                     # the output written before a status record or an event comes first
                     # (bounded: a flood from the background must not hold a reply up)
                     self._forward(self.output_fd, DRAIN_LIMIT)
-                    self._forward(fd, 1 << 62)
+                    # the supervisor's channel whole; the status pipe, which the agent's
+                    # processes can write too, a slice (a flood must not hold up the
+                    # stream's control frames: an interrupt)
+                    self._forward(fd, OUTPUT_SLICE if fd == self.status_fd else 1 << 62)
             self._send_out()
             if self.eof and not self.pending[self.to_box[TO_CTL]]:
                 for fd in self.to_box.values():
