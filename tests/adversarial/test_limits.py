@@ -342,3 +342,14 @@ def test_limits_reject_bad_files_value():
 
     with pytest.raises(ConfigError):
         Limits(files=0)
+
+
+def test_fanotify_groups_are_refused(box):
+    # fanotify groups (unprivileged since Linux 5.13, with FAN_REPORT_FID) are a per-user
+    # quota of the host, 128 for every sandbox of one host user, like inotify instances
+    result = box.run(py("import ctypes, os\n"
+                        "libc = ctypes.CDLL(None, use_errno=True)\n"
+                        "fd = libc.fanotify_init(0x200, os.O_RDONLY)\n"
+                        "print(fd, os.strerror(ctypes.get_errno()))"))
+    assert result.output == "-1 Function not implemented\n", result.output
+    alive(box)

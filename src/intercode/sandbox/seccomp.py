@@ -10,9 +10,9 @@ accounts for, or that widen the kernel's attack surface for no task's benefit:
 * ``io_uring_*``, ``userfaultfd``, ``bpf``, ``perf_event_open`` and the key calls
   (``add_key``, ``request_key``, ``keyctl``; key quotas are per host user, shared by
   every sandbox of that user);
-* ``inotify_init``/``inotify_init1`` and ``mq_open`` (``ENOSYS``): inotify instances and
-  POSIX message queue bytes are per-user quotas too, so one sandbox could take them all
-  from the others;
+* ``inotify_init``/``inotify_init1``, ``fanotify_init`` and ``mq_open`` (``ENOSYS``):
+  inotify instances, fanotify groups and POSIX message queue bytes are per-user quotas
+  too, so one sandbox could take them all from the others;
 * ``setxattr``, ``lsetxattr``, ``fsetxattr``, ``setxattrat`` (``EOPNOTSUPP``, what a file
   system without extended attributes answers): attribute values are kernel memory that
   the tmpfs's size does not count. Reading and removing them stays allowed.
@@ -74,6 +74,7 @@ DENIED_ERRNO = {
     # docker, the host's user on bubblewrap): inotify instances (128) and POSIX message
     # queue bytes (800 KiB); programs fall back (``tail -f`` polls)
     "inotify_init": errno.ENOSYS, "inotify_init1": errno.ENOSYS, "mq_open": errno.ENOSYS,
+    "fanotify_init": errno.ENOSYS,  # its groups are a per-user quota as well (128)
     # extended attributes are kernel memory outside a tmpfs's size (``storage``): the
     # answer of a file system without them, which ``cp -a``, ``tar`` and ``rsync`` accept
     "setxattr": errno.EOPNOTSUPP, "lsetxattr": errno.EOPNOTSUPP,
@@ -106,6 +107,7 @@ SYSCALLS: dict[int, dict[str, int]] = {
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "memfd_secret": 447, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
         "setxattrat": 463, "inotify_init": 253, "inotify_init1": 294, "mq_open": 240,
+        "fanotify_init": 300,
     },
     AUDIT_ARCH_I386: {
         "ipc": 117, "add_key": 286, "request_key": 287, "keyctl": 288,
@@ -113,7 +115,7 @@ SYSCALLS: dict[int, dict[str, int]] = {
         "semget": 393, "shmget": 395, "msgget": 399, "io_uring_setup": 425, "io_uring_enter": 426,
         "io_uring_register": 427, "memfd_secret": 447, "setxattr": 226, "lsetxattr": 227,
         "fsetxattr": 228, "setxattrat": 463, "inotify_init": 291, "inotify_init1": 332,
-        "mq_open": 277,
+        "mq_open": 277, "fanotify_init": 338,
     },
     AUDIT_ARCH_AARCH64: {
         "msgget": 186, "semget": 190, "shmget": 194, "add_key": 217, "request_key": 218,
@@ -121,7 +123,7 @@ SYSCALLS: dict[int, dict[str, int]] = {
         "perf_event_open": 241, "memfd_create": 279, "bpf": 280, "userfaultfd": 282,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "memfd_secret": 447, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
-        "setxattrat": 463, "inotify_init1": 26, "mq_open": 180,
+        "setxattrat": 463, "inotify_init1": 26, "mq_open": 180, "fanotify_init": 262,
     },
 }
 
