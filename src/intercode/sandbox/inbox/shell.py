@@ -265,9 +265,15 @@ def usage(exclude):
     memory is its resident memory plus its page tables (a process that maps much and
     touches little holds megabytes of page tables and a few KiB resident)."""
     held = {}
-    for pid in live_pids(exclude):
+    for name in os.listdir(PROC_FD):  # one read of each process's status (not stat too)
+        if not name.isdigit() or int(name) in exclude:
+            continue
         try:
-            held[pid] = _memory(proc_read("%d/status" % pid))
+            status = proc_read("%s/status" % name)
+            at = status.index(b"\nState:") + len(b"\nState:")
+            if status[at:at + 3].strip()[:1] in (b"Z", b"X"):  # as live_pids: not live
+                continue
+            held[int(name)] = _memory(status)
         except (OSError, IndexError, ValueError):
             continue
     return len(held), held
