@@ -109,10 +109,7 @@ class BashEnv(IntercodeEnv):
         if which == "agent" and self._booting:  # begun by prestart(): wait until ready
             self._booting = False
             if current is not None:
-                try:
-                    current.start()
-                except SandboxError:  # it died while booting: a new one starts below
-                    current.close()
+                current.finish_begun()  # (died while booting: a new one starts below)
         if current is None or not current.alive:
             if current is not None:
                 current.close()

@@ -25,7 +25,7 @@ from intercode.envs.ctf_python import ALIAS_DIR, alias_entries, needs_crypto_ali
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState
-from intercode.errors import ConfigError, SandboxError, SnapshotError, TaskUnavailable
+from intercode.errors import ConfigError, SnapshotError, TaskUnavailable
 from intercode.sandbox import create_sandbox, require_backend
 from intercode.sandbox.base import Sandbox
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
@@ -105,10 +105,7 @@ class CtfEnv(IntercodeEnv):
         if self._booting:  # begun by prestart(): wait until ready
             self._booting = False
             if self._box is not None:
-                try:
-                    self._box.start()
-                except SandboxError:  # it died while booting: a new one starts below
-                    self._box.close()
+                self._box.finish_begun()  # (died while booting: a new one starts below)
         if self._box is None or not self._box.alive:
             if self._box is not None:
                 self._box.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from functools import partial
 from typing import Any
 
 from intercode.datasets import Dataset, PythonTask, Task
@@ -94,11 +95,7 @@ class PythonEnv(IntercodeEnv):
         if which == "agent" and self._booting:  # begun by prestart(): finish it
             self._booting = False
             if box is not None:
-                try:
-                    box.start()
-                    box.load(EMPTY)
-                except SandboxError:  # it died while booting: a new one starts below
-                    box.close()
+                box.finish_begun(partial(box.load, EMPTY))  # (died: a new one starts below)
         if box is None or not box.alive:
             if box is not None:
                 box.close()

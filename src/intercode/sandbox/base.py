@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from intercode.errors import SnapshotUnsupported
+from intercode.errors import SandboxError, SnapshotUnsupported
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.limits import Limits
 
@@ -86,6 +86,19 @@ class Sandbox(ABC):
         it boots while the caller goes on (a warm spare for ``fork()``); :meth:`start`
         then waits for it. By default the same as :meth:`start`."""
         self.start()
+
+    def finish_begun(self, prepare: Callable[[], object] | None = None) -> bool:
+        """After :meth:`begin`: wait until ready, then ``prepare`` it (load an empty tree,
+        reset its engine). ``False``, the sandbox closed, if it died while booting (the
+        caller starts another)."""
+        try:
+            self.start()
+            if prepare is not None:
+                prepare()
+        except SandboxError:
+            self.close()
+            return False
+        return True
 
     @abstractmethod
     def close(self) -> None:

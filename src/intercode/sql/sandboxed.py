@@ -17,7 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from intercode.envs.snapshot import ExecState
-from intercode.errors import SandboxError, SnapshotError
+from intercode.errors import SnapshotError
 from intercode.sandbox import Sandbox, create_sandbox
 from intercode.sandbox.inbox import sqlrepl
 from intercode.sandbox.limits import Limits, MiB
@@ -66,11 +66,7 @@ class SandboxedSqliteSession(SqliteSessionBase):
         box = self._box
         if self._booting and box is not None:  # begun by prestart(): finish it
             self._booting = False
-            try:
-                box.start()
-                box.reset()
-            except SandboxError:  # it died while booting: a new one starts below
-                box.close()
+            box.finish_begun(box.reset)  # (died while booting: a new one starts below)
         if box is None or not box.alive:
             if box is not None:
                 box.close()
