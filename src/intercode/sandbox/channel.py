@@ -13,6 +13,9 @@ from intercode.sandbox.inbox import proto
 Frame = tuple[dict[str, Any], bytes]
 
 
+READ = 1 << 20  # bytes of one read of the control channel
+
+
 class Channel:
     """Request/reply over two pipes; unsolicited event frames are queued.
 
@@ -25,17 +28,14 @@ class Channel:
         self.read_fd = read_fd
         os.set_blocking(read_fd, False)
         self._frames = proto.FrameBuffer()
+        self._readbuf = bytearray(READ)  # kept: no fresh megabyte per read
         self._pending: list[Frame] = []
         self.events: list[dict[str, Any]] = []
         self.closed = False
 
     def request(self, msg: dict[str, Any], blob: bytes = b"", timeout: float = 60.0) -> Frame:
         """Send a request and wait for its reply; raise SandboxError on failure."""
-        try:
-            proto.write_all(self.write_fd, proto.encode(msg, blob))
-        except OSError as exc:
-            self.closed = True
-            raise SandboxError(f"sandbox supervisor is gone ({exc})") from exc
+        self._write(proto.encode(msg, blob))
         reply, data = self.wait_reply(timeout, what=str(msg.get("op")))
         if not reply.get("ok"):
             raise SandboxError(f"sandbox request {msg.get('op')!r} failed: {reply.get('error')}")
@@ -43,11 +43,23 @@ class Channel:
 
     def send(self, msg: dict[str, Any]) -> None:
         """Send a request that has no reply (``freeze``, ``thaw``); never waits for one."""
+        self._write(proto.encode(msg))
+
+    def _write(self, frame: bytes) -> None:
+        """Send one encoded request (a channel over another transport overrides this)."""
         try:
-            proto.write_all(self.write_fd, proto.encode(msg))
+            proto.write_all(self.write_fd, frame)
         except OSError as exc:
             self.closed = True
             raise SandboxError(f"sandbox supervisor is gone ({exc})") from exc
+
+    def _sort(self, frames: list[Frame]) -> None:
+        """Events to their queue, replies to theirs."""
+        for msg, blob in frames:
+            if "ev" in msg:
+                self.events.append(msg)
+            else:
+                self._pending.append((msg, blob))
 
     def wait_reply(self, timeout: float, what: str) -> Frame:
         """Wait for the next non-event frame."""
@@ -64,22 +76,21 @@ class Channel:
 
     def pump(self) -> None:
         """Read what is available; sort frames into events and replies."""
+        buf = self._readbuf
         while True:
             try:
-                data = os.read(self.read_fd, 1 << 20)
+                n = os.readv(self.read_fd, [buf])
             except BlockingIOError:
                 return
             except OSError as exc:
                 self.closed = True
                 raise SandboxError(f"sandbox control channel failed ({exc})") from exc
-            if not data:
+            if not n:
                 self.closed = True
                 raise SandboxError("sandbox supervisor exited")
-            for msg, blob in self._frames.feed(data):
-                if "ev" in msg:
-                    self.events.append(msg)
-                else:
-                    self._pending.append((msg, blob))
+            self._sort(self._frames.feed(memoryview(buf)[:n]))
+            if n < len(buf):
+                return  # nothing more now (no read just to hear EAGAIN)
 
     def take_events(self, name: str) -> list[dict[str, Any]]:
         """Remove and return the queued events called ``name``."""

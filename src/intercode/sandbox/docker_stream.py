@@ -208,24 +208,12 @@ class StreamChannel(Channel):
         self.stream = stream
         self.write_fd = -1
         self.read_fd = stream.fd
-        self._frames = proto.FrameBuffer()
         self._pending: list[tuple[dict[str, Any], bytes]] = []
         self.events: list[dict[str, Any]] = []
         self.closed = False
 
-    def request(self, msg: dict[str, Any], blob: bytes = b"",
-                timeout: float = 60.0) -> tuple[dict[str, Any], bytes]:
-        self.send_frame(proto.encode(msg, blob))
-        reply, data = self.wait_reply(timeout, what=str(msg.get("op")))
-        if not reply.get("ok"):
-            raise SandboxError(f"sandbox request {msg.get('op')!r} failed: {reply.get('error')}")
-        return reply, data
-
-    def send(self, msg: dict[str, Any]) -> None:
-        self.send_frame(proto.encode(msg))
-
-    def send_frame(self, frame: bytes) -> None:
-        """Send one encoded request."""
+    def _write(self, frame: bytes) -> None:
+        """Send one encoded request over the stream."""
         try:
             self.stream.send(TO_CTL, frame)
         except SandboxError:
@@ -246,11 +234,7 @@ class StreamChannel(Channel):
     def pump(self) -> None:
         self.stream.receive()
         frames, self.stream.ctl_frames = self.stream.ctl_frames, []
-        for msg, blob in frames:
-            if "ev" in msg:
-                self.events.append(msg)
-            else:
-                self._pending.append((msg, blob))
+        self._sort(frames)
         if self.stream.ended and not frames:
             self.closed = True
             raise SandboxError("sandbox supervisor exited")
