@@ -250,8 +250,9 @@ class BwrapSandbox(base.Sandbox):
                 cfg["send_code"] = True
             proto.write_all(inside["cfg"],
                             proto.encode({"sources": _inbox_sources(), "version": version},
-                                         compiled)
-                            + proto.encode(cfg, self.shell_data))
+                                         compiled))
+            # (apart: no copy of the shell's data, the SQLite engine's database images)
+            proto.write_all(inside["cfg"], proto.encode(cfg, self.shell_data))
             os.lseek(inside["cfg"], 0, os.SEEK_SET)
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
