@@ -238,26 +238,115 @@ def _hogs(sb, count: int) -> str:
                   + PAGE_TABLES_KIB).output
 
 
-# HOLE (docker only): the container's memory cgroup counts kernel memory (page tables,
-# pipe buffers) that the supervisor's watch (resident memory) does not, so the agent
-# fills the cgroup with processes of a few KiB each, and the kernel's OOM killer then
-# picks the largest process of the container: pid 1, the supervisor (19 MiB; seen in
-# dmesg: "Memory cgroup out of memory: Killed process ... (python3)"). The host gets
-# SandboxError("sandbox supervisor exited"): status "error" for what the agent did.
-# Reproducer: limits memory=256 MiB, storage=16 MiB, shm=8 MiB; the action starts 100
-# copies of HOG in the background; the next action fails.
-# Still open (docs/security.md, "Known residual risks"): the watch now counts page tables
-# and kills every process past the limit at once, but the hogs outgrow its tick and pipe
-# buffers stay uncounted. The fix needs the supervisor out of the OOM killer's reach
-# (its shells spawned by a helper forked before pid 1 lowers its oom_score_adj), or a
-# death by the cgroup's OOM killer reported as the agent's fault.
-@pytest.mark.xfail(strict=True, reason="open: the cgroup's OOM killer can still pick pid 1")
+# Was a HOLE (docker only; fixed: the agent's processes live in a memory cgroup of their
+# own below the container's, see inbox/oomguard.py): the container's memory cgroup counts
+# kernel memory (page tables, pipe buffers) that the supervisor's watch (resident
+# memory) does not, so the agent filled the cgroup with processes of a few KiB each, and
+# the kernel's OOM killer then picked the largest process of the container: pid 1, the
+# supervisor (19 MiB; seen in dmesg: "Memory cgroup out of memory: Killed process ...
+# (python3)"). The host got SandboxError("sandbox supervisor exited"): status "error" for
+# what the agent did. Reproducer: limits memory=256 MiB, storage=16 MiB, shm=8 MiB; the
+# action starts 100 copies of HOG in the background; the next action failed.
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="HOG is x86-64 code")
 def test_kernel_memory_past_the_cgroup_limit_never_kills_pid_1():
     sb = _fresh("docker", memory=256 << 20, storage=16 << 20, shm=8 << 20)
     try:
         _hogs(sb, 100)
         assert sb.run("echo alive").output == "alive\n"
+    finally:
+        sb.close()
+
+
+# the process's memory cgroup: v1's memory line, else v2's
+CGROUP = "grep -E '^[0-9]+:memory:' /proc/self/cgroup || grep '^0::' /proc/self/cgroup"
+MEMORY_LINE = ("sorted(open('/proc/self/cgroup').read().splitlines(), "
+               "key=lambda l: ':memory:' not in l)[0]")
+
+
+def _in_agent_cgroup(line: str) -> bool:
+    return line.strip().rsplit(":", 1)[-1].endswith("/agent")
+
+
+# The guard above holds only if every process of the agent is in the agent's cgroup:
+# the shell (also a restored one, whose prelude is the agent's shell state), the Python
+# interpreter (and its spare), a command run to completion (upstream quirks), a program
+# of another language, and what those start; and if none of them keeps the descriptor of
+# the cgroup's procs file (with it the agent could move pid 1 into its own cgroup).
+def test_every_process_of_the_agent_is_in_the_agent_cgroup():
+    sb = _fresh("docker")
+    try:
+        assert _in_agent_cgroup(sb.run(CGROUP).output), sb.run(CGROUP).output
+        assert _in_agent_cgroup(sb.run(f"(sleep 0.1; {CGROUP}) & wait").output)
+        r = sb.exec(["/bin/sh", "-c", CGROUP], timeout=10)  # run to completion
+        assert _in_agent_cgroup(r.output), r.output
+        # a restored shell: its replay (the agent's shell state) runs after the join
+        sb.tree_snapshot(7)
+        sb.tree_restore(7, "/", replay="ls -l /proc/$$/fd/ > /tmp/replay-fds")
+        assert _in_agent_cgroup(sb.run(CGROUP).output)
+        held = sb.run("grep -c cgroup /tmp/replay-fds; ls -l /proc/self/fd/ /proc/$$/fd/ "
+                      "| grep -c cgroup; for p in /proc/[0-9]*; do ls -l $p/fd 2>/dev/null; "
+                      "done | grep -c cgroup").output.split()
+        assert held == ["0", "0", "0"], held
+    finally:
+        sb.close()
+
+
+def test_the_python_interpreter_is_in_the_agent_cgroup():
+    need("docker")
+    sb = create_sandbox("docker", limits=Limits(timeout=20), shell="python")
+    try:
+        sb.start()
+        sb.load(TREE)
+        for _ in range(2):  # the first interpreter, then the spare a reset hands over
+            r = sb.run("import os\n"
+                       f"print({MEMORY_LINE}, "
+                       "sum('cgroup' in os.readlink('/proc/self/fd/' + n) "
+                       "for n in os.listdir('/proc/self/fd') "
+                       "if os.path.exists('/proc/self/fd/' + n)))")
+            line, held = r.output.split()
+            assert _in_agent_cgroup(line) and held == "0", r.output
+            sb.reset()
+    finally:
+        sb.close()
+
+
+# a program of another language that speaks the shell protocol (see
+# tests/contract/test_sandbox_contract.py): it answers every action with its cgroup and
+# how many of its descriptors point into a cgroup file system
+REPORTER = r"""
+import os
+def read(n):
+    data = b""
+    while len(data) < n:
+        chunk = os.read(63, n - len(data))
+        if not chunk:
+            raise SystemExit(0)
+        data += chunk
+    return data
+while True:
+    head = b""
+    while not head.endswith(b"\n"):
+        head += read(1)
+    seq, length = head.split()[:2]
+    read(int(length) + (1 if int(length) <= 4096 else 0))
+    line = sorted(open("/proc/self/cgroup").read().splitlines(),
+                  key=lambda l: ":memory:" not in l)[0]
+    fds = [os.readlink("/proc/self/fd/" + n) for n in os.listdir("/proc/self/fd")
+           if os.path.exists("/proc/self/fd/" + n)]
+    os.write(1, ("%s %d" % (line, sum("cgroup" in f for f in fds))).encode())
+    os.write(62, seq + b" 0 /\0")
+"""
+
+
+def test_a_program_of_another_language_is_in_the_agent_cgroup():
+    need("docker")
+    sb = create_sandbox("docker", limits=Limits(timeout=20),
+                        shell=["/usr/bin/python3", "-c", REPORTER])
+    try:
+        sb.start()
+        sb.load(TREE)
+        line, held = sb.run("anything").output.split()
+        assert _in_agent_cgroup(line) and held == "0", (line, held)
     finally:
         sb.close()
 

@@ -312,6 +312,7 @@ class BwrapSandbox(base.Sandbox):
                 if not ready[0].get("ok"):
                     raise SandboxError(f"sandbox supervisor failed: {ready[0].get('error')}")
                 self._keep_code(ready[0])
+                self._ready_notes(ready[0])
                 return
             if self._ended():
                 break
@@ -320,6 +321,9 @@ class BwrapSandbox(base.Sandbox):
     def _code_key(self) -> tuple[str, str, str]:
         return (f"{type(self).__name__}:{self.python}", str(self.layout.rootfs),
                 _sources_digest())
+
+    def _ready_notes(self, ready: dict[str, Any]) -> None:
+        """What a backend reports from the supervisor's ready event (nothing here)."""
 
     def _keep_code(self, ready: dict[str, Any]) -> None:
         """Keep the compiled modules a freshly booted sandbox handed over (see BOOT),

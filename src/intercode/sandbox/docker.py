@@ -52,6 +52,7 @@ from intercode.sandbox.limits import Limits, MiB
 from intercode.sandbox.netns import network_mode
 
 log = logging.getLogger(__name__)
+_unguarded_warned: set[str] = set()  # reasons already logged by this process
 
 LABEL = "org.intercode.sandbox"
 OWNER_LABEL = "org.intercode.owner"  # host name, pid and start time of the process
@@ -199,6 +200,15 @@ class DockerSandbox(BwrapSandbox):
     def _after_ready(self) -> None:
         """Nothing: the engine connects the container's network (see docker_network)."""
 
+    def _ready_notes(self, ready: dict[str, Any]) -> None:
+        why = ready.get("unguarded")
+        if why and str(why) not in _unguarded_warned:
+            _unguarded_warned.add(str(why))
+            log.warning("docker sandbox: the agent's processes share the container's memory "
+                        "cgroup with the supervisor (%s), so the OOM killer can end the "
+                        "supervisor: such an episode is an error, not the agent's outcome "
+                        "(docs/docker.md)", str(why)[:300])
+
     def _spawn(self) -> None:
         global _swept
         engine = self._engine = Engine()
@@ -309,8 +319,12 @@ class DockerSandbox(BwrapSandbox):
         # the host's uid 1000): one sandbox's processes would make another's forks fail.
         # The container's pids cgroup (PidsLimit) bounds each sandbox on its own instead.
         cfg["rlimits"]["processes"] = None
+        lim = self.limits
+        # the agent's processes get a memory cgroup of their own, the container's less
+        # the supervisor's room, so that the OOM killer never picks pid 1 (inbox/oomguard)
         cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
-                       "top_level": list(TOP_LEVEL)}
+                       "top_level": list(TOP_LEVEL),
+                       "agent_memory": lim.memory + lim.storage + lim.shm}
         cfg["seccomp"] = seccomp.program(namespaces=True).hex()
         cfg["epoch_ns"] = EPOCH_NS
         cfg["scratch"] = list(SCRATCH_MOUNTS)

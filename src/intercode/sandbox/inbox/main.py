@@ -410,6 +410,8 @@ def run(cfg, data):
     try:
         sup.setup()
         ready = {"ev": "ready", "ok": True, "pid": os.getpid()}
+        if cfg.get("unguarded"):
+            ready["unguarded"] = cfg["unguarded"]
         compiled = getattr(sys.modules.get("icbox"), "CODE", None)
         if cfg.get("send_code") and compiled is not None:
             # the boot's modules as this Python compiled them (before any of the agent's

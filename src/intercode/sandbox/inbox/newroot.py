@@ -23,6 +23,8 @@ Docker's profile allows a container with ``CAP_SYS_ADMIN``.
 import ctypes
 import os
 
+from . import oomguard
+
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
 MS_MOVE, MS_PRIVATE = 8192, 1 << 18
 MNT_DETACH = 2
@@ -147,15 +149,19 @@ def verify(uid, gid):
 
 
 def enter(spec):
-    """Build the root at ``spec["root"]``, move in, drop to ``spec["uid"]``/``"gid"``."""
+    """Build the root at ``spec["root"]``, move in, drop to ``spec["uid"]``/``"gid"``.
+    With ``spec["agent_memory"]``, the agent's processes get a memory cgroup of that
+    size (see :mod:`oomguard`); returns why not when that failed, else ``None``."""
     try:
-        _enter(spec["root"], int(spec["uid"]), int(spec["gid"]), spec["top_level"])
+        return _enter(spec["root"], int(spec["uid"]), int(spec["gid"]), spec["top_level"],
+                      spec.get("agent_memory"))
     except (ValueError, KeyError, TypeError, IndexError) as exc:  # the caller reports OSError
         raise OSError(0, "cannot build the sandbox's root: %r" % (exc,)) from None
 
 
-def _enter(new, uid, gid, top_level):
+def _enter(new, uid, gid, top_level, agent_memory):
     _mount(None, "/", MS_REC | MS_PRIVATE)
+    unguarded = None if agent_memory is None else oomguard.protect(agent_memory, _mount)
     build(new, top_level)
     for path in (new, *("%s/%s" % (new, n) for n in top_level
                         if os.path.islink("%s/%s" % (new, n)))):
@@ -170,3 +176,4 @@ def _enter(new, uid, gid, top_level):
         os.dup2(null, fd)
     os.close(null)
     drop(uid, gid)
+    return unguarded

@@ -332,7 +332,7 @@ def boot():
     if root is not None or program:
         try:
             if root is not None:  # before any agent input: see newroot
-                newroot.enter(root)
+                cfg["unguarded"] = newroot.enter(root)
             if program:
                 install_seccomp(program)
         except OSError as exc:

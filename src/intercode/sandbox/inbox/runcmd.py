@@ -12,13 +12,16 @@ import select
 import subprocess
 import time
 
+from . import oomguard
+
 
 def run_bounded(argv, stdin, cwd, env, timeout, keep, hard):
     """``(exit_code, timed_out, output, total_bytes, stopped)`` of one command."""
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                                start_new_session=True)
+                                start_new_session=True,
+                                preexec_fn=oomguard.join if oomguard.active() else None)
     except OSError as exc:
         text = str(exc).encode()
         return 127, False, text, len(text), False

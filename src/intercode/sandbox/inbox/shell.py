@@ -21,6 +21,8 @@ import signal
 import sys
 import time
 
+from . import oomguard
+
 ACTION_FD = 63
 STATUS_FD = 62
 OUTPUT_FD = 60  # a copy of the output pipe: 1 and 2 are pointed at it again after each action
@@ -128,11 +130,15 @@ class Shell:
         try:
             if isinstance(self.shell_path, list):  # a program that speaks the protocol
                 argv = self.shell_path
+                if oomguard.active():  # it joins through sh, never holding the descriptor
+                    argv = ["/bin/sh", "-c", oomguard.shell_prefix() + 'exec "$@"', "sh",
+                            *argv]
             elif prelude is not None:
-                argv = [self.shell_path, "--norc", "--noprofile", "-c", PRELUDE + LOOP,
-                        self.shell_path, prelude]
+                argv = [self.shell_path, "--norc", "--noprofile", "-c",
+                        oomguard.shell_prefix() + PRELUDE + LOOP, self.shell_path, prelude]
             else:
-                argv = [self.shell_path, "--norc", "--noprofile", "-c", LOOP]
+                argv = [self.shell_path, "--norc", "--noprofile", "-c",
+                        oomguard.shell_prefix() + LOOP]
             self.pid = os.posix_spawn(
                 argv[0],
                 argv,
@@ -144,6 +150,7 @@ class Shell:
                     (os.POSIX_SPAWN_DUP2, output_w, OUTPUT_FD),
                     (os.POSIX_SPAWN_DUP2, action_r, ACTION_FD),
                     (os.POSIX_SPAWN_DUP2, status_w, STATUS_FD),
+                    *oomguard.spawn_actions(),
                 ],
                 setsigdef=(signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE),
                 setsid=True,
@@ -195,6 +202,7 @@ class Shell:
         go_r, go_w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
         if pid == 0:
+            oomguard.join()
             os.close(go_w)
             if self.shell_path == "sqlite":
                 sqlrepl.start(self.fds, self.env, go_r, self.data)
