@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 # environments bring Gymnasium and numpy; `intercode --help` must not pay for them)
 from intercode.agents.names import AGENTS, DEFAULT_TURNS, STRATEGIES
 from intercode.benchmarks import benchmarks, get, names
-from intercode.cli_types import Parser, integer, number, seconds
+from intercode.cli_types import Parser, integer, number, sandbox_backend, seconds
 from intercode.errors import ConfigError, IntercodeError
 from intercode.llm.client import REASONING_EFFORTS, parse_extra_body
 from intercode.rewards.spider import METRICS
@@ -107,9 +107,9 @@ def _add_common(p: argparse.ArgumentParser, env_option: bool = False) -> None:
     p.add_argument("--no-gold-cache", action="store_true",
                    help="bash: run the gold every episode instead of reusing its result "
                         "stored by an earlier run (see README: the gold cache)")
-    p.add_argument("--sandbox", default="bwrap", choices=["bwrap", "docker"],
-                   help="sandbox backend: bwrap (bubblewrap, default) or docker (a Docker "
-                        "engine; see docs/docker.md)")
+    p.add_argument("--sandbox", default="bwrap", type=sandbox_backend,
+                   help="sandbox backend: bwrap (bubblewrap, default), docker (a Docker "
+                        "engine; see docs/docker.md), or one a plugin registers")
     p.add_argument("--image", default=None, metavar="NAME",
                    help="docker: the image the sandboxes run (default: $INTERCODE_DOCKER_IMAGE, "
                         "else the one `intercode image build` makes)")

@@ -61,3 +61,15 @@ def _float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value
+
+
+def sandbox_backend(text: str) -> str:
+    """A registered sandbox backend: ``bwrap``, ``docker``, or a plugin's (entry point
+    group ``intercode.sandboxes``)."""
+    from intercode.errors import ConfigError
+    from intercode.sandbox import require_backend
+
+    try:
+        return require_backend(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

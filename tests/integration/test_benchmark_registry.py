@@ -175,6 +175,19 @@ def test_a_sandbox_backend_from_a_plugin(plugin_env):
     assert done.stdout.split("\n")[:2] == ["LoudBox hi", "refused: True"]
 
 
+def test_the_command_line_runs_on_a_plugins_sandbox_backend(plugin_env, tmp_path):
+    out = tmp_path / "run"
+    done = run(plugin_env, "eval", "bash", "--dataset", "bash-demo", "--agent", "gold",
+               "--sandbox", "loud", "--output", str(out), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert records and all(r["status"] == "ok" and r["success"] for r in records)
+    bad = run(plugin_env, "eval", "bash", "--sandbox", "nope", "--agent", "gold")
+    last = bad.stderr.strip().splitlines()[-1]  # (the fixture's broken plugin warns first)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert "unknown sandbox backend 'nope'" in last and "loud" in last, last
+
+
 @pytest.fixture()
 def shout():
     """The plugin's benchmark registered in this process (and removed after)."""
