@@ -1,0 +1,104 @@
+"""Pid 1's privileges: what it does with them first, then none at all, for good.
+
+Both backends start pid 1 (the supervisor) with a few capabilities for its set-up and
+drop every one before it reads anything of the agent (see :func:`drop`): Docker's as
+root (see ``newroot``), bubblewrap's in the sandbox's own user namespace, as the agent's
+uid, with ``CAP_SYS_ADMIN``, ``CAP_SYS_RESOURCE`` and ``CAP_SETPCAP`` (``bwrap
+--cap-add``). With them, bubblewrap's pid 1 (see :func:`confine`):
+
+* mounts the sandbox's own devpts instance, with a share of pseudo-terminals of its own
+  (``max=``, :data:`PTY_MAX`): every devpts instance takes its terminals from one pool
+  for the whole host (``kernel.pty.max`` less the initial instance's reserve), and
+  bubblewrap's ``--dev`` mounts one without a ``max``, so one sandbox could take them
+  all from every other, the gold's included;
+* lets no user namespace be made in the sandbox's (``user.max_user_namespaces`` 0, which
+  only ``CAP_SYS_RESOURCE`` in that namespace can change): what ``bwrap
+  --disable-userns`` did, which needs a nested user namespace of its own, where the
+  capabilities would not reach the mounts.
+"""
+
+import ctypes
+import os
+
+MS_NOSUID, MS_NOEXEC = 2, 8
+PTY_MAX = 64  # pseudo-terminals of one sandbox (both backends)
+# bubblewrap's --dev options (no gid: the tty group is not mapped in its user namespace)
+DEVPTS = "newinstance,ptmxmode=0666,mode=0620,max=%d" % PTY_MAX
+MAX_USER_NAMESPACES = "/proc/sys/user/max_user_namespaces"
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+# SECBIT_NOROOT and SECBIT_NO_CAP_AMBIENT_RAISE set, SECBIT_KEEP_CAPS clear: each locked
+# (SECBIT_NO_SETUID_FIXUP stays clear: a change of uid clears the capabilities)
+SECUREBITS = 0x01 | 0x02 | 0x20 | 0x40 | 0x80
+CAPABILITY_VERSION_3 = 0x20080522
+CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+
+
+def confine():
+    """bubblewrap's pid 1, before anything else: its own pseudo-terminals, no user
+    namespaces, then no privilege (see the module docstring). Raises OSError."""
+    _check(_libc.mount(b"devpts", b"/dev/pts", b"devpts", ctypes.c_ulong(MS_NOSUID | MS_NOEXEC),
+                       DEVPTS.encode()), "mount the sandbox's devpts")
+    with open(MAX_USER_NAMESPACES, "w") as f:
+        f.write("0")
+    drop()
+
+
+def drop(uid=None, gid=None):
+    """Give up every privilege, irrevocably (this process has one thread: the capability
+    calls are per thread). ``uid``/``gid``: the ids to switch to, with no supplementary
+    group (Docker's pid 1 is root until then); None keeps this process's (bubblewrap's
+    user namespace maps no other, and lets no process change its groups)."""
+    _check(_libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0), "securebits")
+    cap = 0
+    while _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
+        cap += 1
+    if cap == 0:
+        _check(-1, "clear the bounding set")
+    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient set")
+    switch = uid is not None
+    if switch:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # permitted, effective, inheritable: empty
+    _check(_libc.capset(header, data), "capset")
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if switch:
+        verify(uid, gid)
+    else:
+        verify(os.getuid(), os.getgid(), groups=False)
+
+
+def _hex(field):
+    try:
+        return int(field.strip(), 16)
+    except ValueError:
+        return None
+
+
+def verify(uid, gid, groups=True):
+    """Raise unless this process has no capability in any set, ``uid`` and ``gid`` in
+    every slot, ``no_new_privs``, and (``groups``) no supplementary group."""
+    with open("/proc/self/status") as f:
+        status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+    bad = [n for n in CAP_FIELDS if _hex(status.get(n, "")) != 0]
+    if [int(v) for v in status["Uid"].split()] != [uid] * 4 \
+            or [int(v) for v in status["Gid"].split()] != [gid] * 4:
+        bad.append("Uid/Gid")
+    if (groups and status.get("Groups", "").strip()) \
+            or status.get("NoNewPrivs", "").strip() != "1":
+        bad.append("Groups/NoNewPrivs")
+    if bad:
+        raise OSError(0, "privileges left after the drop: %s" % ", ".join(bad))
