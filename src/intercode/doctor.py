@@ -150,7 +150,7 @@ def check_sandbox() -> tuple[list[Check], list[str], list[str]]:
         hint = ("if user namespaces are restricted (Ubuntu 24.04: "
                 "kernel.apparmor_restrict_unprivileged_userns=1), allow them for bwrap "
                 "(a profile that denies capabilities to bwrap's children, as Ubuntu's "
-                "bwrap-userns-restrict, is not enough: the sandbox's pid 1 needs three for "
+                "bwrap-userns-restrict, is not enough: the sandbox's pid 1 needs two for "
                 "its set-up) or run "
                 "`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`")
         return [Check("sandbox", False, f"{exc}; {hint}")], [], []

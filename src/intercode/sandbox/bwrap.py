@@ -46,11 +46,10 @@ NOBODY = 65534
 # out), so they are passed above them.
 FIRST_PASSED_FD = 64
 START_TIMEOUT = 30.0
-# What pid 1 has in the sandbox's user namespace until it drops them, before reading any
-# of the agent's input (inbox/privs.py): its own devpts instance with a bounded share of
-# the host's pseudo-terminals, no nested user namespaces (what --disable-userns did: that
-# makes a nested namespace of its own, where these would not reach the mounts)
-PID1_CAPS = ("CAP_SYS_ADMIN", "CAP_SYS_RESOURCE", "CAP_SETPCAP")
+# What pid 1 has in the sandbox's user namespace until it drops them all, before it reads
+# any of the agent's input (inbox/privs.py): to mount the sandbox's own devpts, with a
+# bounded share of the host's pseudo-terminals (--dev takes no mount options)
+PID1_CAPS = ("CAP_SYS_ADMIN", "CAP_SETPCAP")
 BOOT = (
     "import json,os,sys,types\n"
     "from struct import unpack\n"
@@ -279,7 +278,8 @@ class BwrapSandbox(base.Sandbox):
                            else None, freeze=self.shell != "sqlite")
 
     def _namespace_args(self) -> list[str]:
-        args = ["--unshare-all", "--unshare-user", "--die-with-parent", "--as-pid-1",
+        args = ["--unshare-all", "--unshare-user", "--disable-userns",
+                "--die-with-parent", "--as-pid-1",
                 *(a for cap in PID1_CAPS for a in ("--cap-add", cap)),
                 "--hostname", self.layout.hostname,
                 "--uid", str(self.layout.uid), "--gid", str(self.layout.gid)]

@@ -39,12 +39,6 @@ SCRATCH_MOUNTS = ("dev/shm",)
 MASKED_PROC_FILES = ("interrupts", "kcore", "keys", "latency_stats", "sched_debug",
                      "timer_list", "timer_stats")
 MASKED_PROC_DIRS = ("acpi", "asound", "scsi")
-# /dev: the host's device nodes bubblewrap's --dev binds, its links, room for them
-DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
-DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-             ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"),
-             ("core", "/proc/kcore"), ("ptmx", "pts/ptmx"))
-DEV_SIZE = 64 << 10
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -131,7 +125,7 @@ class Layout:
         args += ["--ro-bind", str(root / "etc"), "/etc"]
         for name, fd in sorted(etc_fds.items()):
             args += ["--ro-bind-data", str(fd), f"/etc/{name}"]
-        args += ["--proc", "/proc", *masked_proc_args(), *dev_args(),
+        args += ["--proc", "/proc", *masked_proc_args(), "--dev", "/dev",
                  "--size", str(limits.shm), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         return args
 
@@ -143,18 +137,6 @@ class Layout:
             if target.is_file() and not target.is_symlink():
                 found[name] = data
         return found
-
-
-def dev_args() -> list[str]:
-    """bubblewrap arguments for ``/dev`` as its ``--dev`` makes it, but for the devpts
-    instance: pid 1 mounts that on ``/dev/pts`` itself, with a ``max`` (inbox/privs.py;
-    ``--dev`` takes no mount options)."""
-    args = ["--size", str(DEV_SIZE), "--tmpfs", "/dev"]
-    for name in DEV_NODES:
-        args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
-    for name, target in DEV_LINKS:
-        args += ["--symlink", target, f"/dev/{name}"]
-    return [*args, "--dir", "/dev/pts"]
 
 
 def masked_proc_args(proc: Path = Path("/proc")) -> list[str]:

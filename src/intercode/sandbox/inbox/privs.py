@@ -2,29 +2,28 @@
 
 Both backends start pid 1 (the supervisor) with a few capabilities for its set-up and
 drop every one before it reads anything of the agent (see :func:`drop`): Docker's as
-root (see ``newroot``), bubblewrap's in the sandbox's own user namespace, as the agent's
-uid, with ``CAP_SYS_ADMIN``, ``CAP_SYS_RESOURCE`` and ``CAP_SETPCAP`` (``bwrap
---cap-add``). With them, bubblewrap's pid 1 (see :func:`confine`):
-
-* mounts the sandbox's own devpts instance, with a share of pseudo-terminals of its own
-  (``max=``, :data:`PTY_MAX`): every devpts instance takes its terminals from one pool
-  for the whole host (``kernel.pty.max`` less the initial instance's reserve), and
-  bubblewrap's ``--dev`` mounts one without a ``max``, so one sandbox could take them
-  all from every other, the gold's included;
-* lets no user namespace be made in the sandbox's (``user.max_user_namespaces`` 0, which
-  only ``CAP_SYS_RESOURCE`` in that namespace can change): what ``bwrap
-  --disable-userns`` did, which needs a nested user namespace of its own, where the
-  capabilities would not reach the mounts.
+root (see ``newroot``), bubblewrap's with ``CAP_SYS_ADMIN`` and ``CAP_SETPCAP`` in the
+sandbox's user namespace, as the agent's uid (``bwrap --cap-add``). Bubblewrap's pid 1
+needs them for one thing (see :func:`confine`): pseudo-terminals come from one pool for
+the whole host (``kernel.pty.max`` less the initial instance's reserve), and ``bwrap
+--dev`` mounts the sandbox's devpts instance with no ``max`` (it takes no mount options),
+so one sandbox could take them all from every other, the gold's included. That devpts
+belongs to bubblewrap's outer user namespace (``--dev`` and ``--disable-userns`` put the
+sandbox in a nested one), out of reach of pid 1's capabilities; so pid 1 moves into a
+mount namespace of its own (a copy, which every process of the agent inherits: they all
+descend from it) and mounts there a devpts instance of its own over ``/dev/pts``, with
+``max=`` :data:`PTY_MAX`. Nothing in the sandbox is left in the old mount namespace, and
+no capability to reach the instance below.
 """
 
 import ctypes
 import os
 
 MS_NOSUID, MS_NOEXEC = 2, 8
+CLONE_NEWNS = 0x20000
 PTY_MAX = 64  # pseudo-terminals of one sandbox (both backends)
 # bubblewrap's --dev options (no gid: the tty group is not mapped in its user namespace)
 DEVPTS = "newinstance,ptmxmode=0666,mode=0620,max=%d" % PTY_MAX
-MAX_USER_NAMESPACES = "/proc/sys/user/max_user_namespaces"
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
 PR_SET_NO_NEW_PRIVS = 38
@@ -45,12 +44,11 @@ def _check(result, what):
 
 
 def confine():
-    """bubblewrap's pid 1, before anything else: its own pseudo-terminals, no user
-    namespaces, then no privilege (see the module docstring). Raises OSError."""
+    """bubblewrap's pid 1, before anything else: a mount namespace and a devpts instance of
+    its own, then no privilege (see the module docstring). Raises OSError."""
+    _check(_libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
     _check(_libc.mount(b"devpts", b"/dev/pts", b"devpts", ctypes.c_ulong(MS_NOSUID | MS_NOEXEC),
                        DEVPTS.encode()), "mount the sandbox's devpts")
-    with open(MAX_USER_NAMESPACES, "w") as f:
-        f.write("0")
     drop()
 
 
