@@ -149,7 +149,10 @@ def check_sandbox() -> tuple[list[Check], list[str], list[str]]:
     except IntercodeError as exc:
         hint = ("if user namespaces are restricted (Ubuntu 24.04: "
                 "kernel.apparmor_restrict_unprivileged_userns=1), allow them for bwrap "
-                "or run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`")
+                "(under a profile that denies capabilities to bwrap's children, as "
+                "Ubuntu's bwrap-userns-restrict, sandboxes run without their own share "
+                "of pseudo-terminals) or run "
+                "`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`")
         return [Check("sandbox", False, f"{exc}; {hint}")], [], []
     lines = probe.output.split()
     checks = [Check("sandbox", True, f"starts; runs as {lines[0] if lines else '?'}, "

@@ -468,15 +468,14 @@ if sys.argv[1] == "hold":
 '''
 
 
-# HOLE (both backends; the whole host): pseudo-terminals are counted host-wide
+# Was a HOLE (both backends; the whole host): pseudo-terminals are counted host-wide
 # (kernel.pty.max 4096, of which kernel.pty.reserve 1024 are for the initial devpts
 # only): every container's and every bubblewrap sandbox's devpts shares 3072, and neither
-# mounts its devpts with a ``max``. Reproducer: four background processes of sandbox A
-# each open /dev/ptmx until ENOSPC (3072 in all); sandbox B's first open fails.
-@pytest.mark.parametrize("backend", [
-    "docker",  # fixed: pid 1 remounts the container's devpts with max=64
-    pytest.param("bwrap", marks=pytest.mark.xfail(
-        strict=True, reason="open: bubblewrap's --dev takes no devpts max (security.md)"))])
+# mounted its devpts with a ``max``. Reproducer: four background processes of sandbox A
+# each open /dev/ptmx until ENOSPC (3072 in all); sandbox B's first open fails. Fixed:
+# docker's pid 1 remounts the container's devpts with max=64 (inbox/newroot.py),
+# bubblewrap's mounts its own with max=64 (inbox/privs.py; bwrap's --dev takes no options)
+@pytest.mark.parametrize("backend", ["docker", "bwrap"])
 def test_pseudo_terminals_of_one_sandbox_leave_others_theirs(backend):
     a, b = _fresh(backend), _fresh(backend)
     try:

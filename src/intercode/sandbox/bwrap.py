@@ -46,6 +46,15 @@ NOBODY = 65534
 # out), so they are passed above them.
 FIRST_PASSED_FD = 64
 START_TIMEOUT = 30.0
+# What pid 1 has in the sandbox's user namespace until it drops them all, before it reads
+# any of the agent's input (inbox/privs.py): to mount the sandbox's own devpts, with a
+# bounded share of the host's pseudo-terminals (--dev takes no mount options)
+PID1_CAPS = ("CAP_SYS_ADMIN", "CAP_SETPCAP")
+# Why this host refuses pid 1 those capabilities (a setuid bwrap refuses --cap-add from
+# a non-root user; AppArmor's bwrap-userns-restrict denies bwrap's children every
+# capability), once seen: this process's later sandboxes start without them, and
+# without their own devpts (one warning; docs/security.md, residual risks)
+_caps_refused: str | None = None
 BOOT = (
     "import json,os,sys,types\n"
     "from struct import unpack\n"
@@ -181,6 +190,25 @@ class BwrapSandbox(base.Sandbox):
     def start(self) -> None:
         """Start the sandbox and the supervisor (or finish :meth:`begin`); wait until it
         is ready."""
+        global _caps_refused
+        if self._spawned() and not self._booting:
+            return
+        with_caps = _caps_refused is None
+        try:
+            self._start()
+        except SandboxError as exc:
+            text = str(exc)
+            refused = with_caps and ("--cap-add" in text or (
+                "cannot confine the sandbox" in text and "Operation not permitted" in text))
+            if not refused or type(self)._namespace_args is not BwrapSandbox._namespace_args:
+                raise
+            _caps_refused = text
+            log.warning("bubblewrap: the sandbox's pid 1 cannot have CAP_SYS_ADMIN here (%s): "
+                        "sandboxes start without their own devpts, so pseudo-terminals are "
+                        "one pool for all of them (docs/security.md)", text[:300])
+            self._start()
+
+    def _start(self) -> None:
         if self._spawned() and not self._booting:
             return
         try:
@@ -276,6 +304,8 @@ class BwrapSandbox(base.Sandbox):
     def _namespace_args(self) -> list[str]:
         args = ["--unshare-all", "--unshare-user", "--disable-userns",
                 "--die-with-parent", "--as-pid-1",
+                *(a for cap in (PID1_CAPS if _caps_refused is None else ())
+                  for a in ("--cap-add", cap)),
                 "--hostname", self.layout.hostname,
                 "--uid", str(self.layout.uid), "--gid", str(self.layout.gid)]
         if self._net is not None:
@@ -290,6 +320,7 @@ class BwrapSandbox(base.Sandbox):
                       else list(self.shell) if isinstance(self.shell, tuple) else self.shell),
             "env": self.layout.shell_env(),
             "epoch_ns": EPOCH_NS,
+            "confine": _caps_refused is None,  # see privs.confine
             "skeleton_dirs": [list(d) for d in SKELETON_DIRS],
             "scratch": list(SCRATCH_MOUNTS),
             "rlimits": {"memory": lim.address_space, "processes": lim.processes,

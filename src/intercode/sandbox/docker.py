@@ -319,6 +319,7 @@ class DockerSandbox(BwrapSandbox):
         # the host's uid 1000): one sandbox's processes would make another's forks fail.
         # The container's pids cgroup (PidsLimit) bounds each sandbox on its own instead.
         cfg["rlimits"]["processes"] = None
+        cfg.pop("confine")  # pid 1 builds its root and drops its privileges (newroot)
         lim = self.limits
         # the agent's processes get a memory cgroup of their own, the container's less
         # the supervisor's room, so that the OOM killer never picks pid 1 (inbox/oomguard)

@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-from . import freezer, proto, runcmd, shell, snaps, tree
+from . import freezer, privs, proto, runcmd, shell, snaps, tree
 
 PR_SET_DUMPABLE = 4
 NO_REPLY = ("freeze", "thaw")  # requests the host does not wait for (see freezer)
@@ -400,6 +400,13 @@ def main(argv):
     cfg_fd = int(argv[0])
     cfg, data = proto.read_frame(cfg_fd)
     os.close(cfg_fd)  # no process of the agent may inherit it
+    try:
+        if cfg.pop("confine", True):  # not where the host refuses pid 1 the capabilities
+            privs.confine()  # bubblewrap's pid 1: its capabilities used, then dropped
+    except (OSError, ValueError, KeyError) as exc:
+        msg = {"ev": "ready", "ok": False, "error": "cannot confine the sandbox: %s" % (exc,)}
+        proto.write_all(cfg["fds"]["ctl_out"], proto.encode(msg))
+        sys.exit(1)
     run(cfg, data)
 
 

@@ -24,22 +24,13 @@ import ctypes
 import os
 
 from . import oomguard
+from .privs import PTY_MAX, drop
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
 MS_MOVE, MS_PRIVATE = 8192, 1 << 18
 MNT_DETACH = 2
 MS_NOEXEC = 8
-PTY_MAX = 64  # pseudo-terminals of one sandbox
-PR_CAPBSET_DROP = 24
-PR_SET_SECUREBITS = 28
-PR_SET_NO_NEW_PRIVS = 38
-PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
-# SECBIT_NOROOT and SECBIT_NO_CAP_AMBIENT_RAISE set, SECBIT_KEEP_CAPS clear: each locked
-# (SECBIT_NO_SETUID_FIXUP stays clear: the change of uid below clears the capabilities)
-SECUREBITS = 0x01 | 0x02 | 0x20 | 0x40 | 0x80
-CAPABILITY_VERSION_3 = 0x20080522
 READ_ONLY = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
-CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -111,41 +102,6 @@ def _old_mounts(new):
                 continue
             found.append(point)
     return sorted(set(found), key=lambda p: -p.count("/"))
-
-
-def drop(uid, gid):
-    """Give up every privilege, irrevocably (this process has one thread: the capability
-    calls are per thread)."""
-    _check(_libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0), "securebits")
-    cap = 0
-    while _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
-        cap += 1
-    if cap == 0:
-        _check(-1, "clear the bounding set")
-    _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient set")
-    os.setgroups([])
-    os.setresgid(gid, gid, gid)
-    os.setresuid(uid, uid, uid)
-    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
-    data = (ctypes.c_uint32 * 6)()
-    _check(_libc.capset(header, data), "capset")
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    verify(uid, gid)
-
-
-def verify(uid, gid):
-    """Raise unless this process has no capability in any set, ``uid`` and ``gid`` in
-    every slot, no supplementary group, and ``no_new_privs``."""
-    with open("/proc/self/status") as f:
-        status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
-    bad = [n for n in CAP_FIELDS if int(status.get(n, "x").strip() or "x", 16) != 0]
-    if [int(v) for v in status["Uid"].split()] != [uid] * 4 \
-            or [int(v) for v in status["Gid"].split()] != [gid] * 4:
-        bad.append("Uid/Gid")
-    if status.get("Groups", "").strip() or status.get("NoNewPrivs", "").strip() != "1":
-        bad.append("Groups/NoNewPrivs")
-    if bad:
-        raise OSError(0, "privileges left after the drop: %s" % ", ".join(bad))
 
 
 def enter(spec):
