@@ -12,9 +12,9 @@ Held interpreters: the Python interpreter forks a paused copy of itself on a ``h
 request (see ``pyhold``) and reports its pid; the host registers it with the tree
 snapshot (``held``) and drops it with a later request (``drop_held``). Held copies
 survive interrupts and restarts (not resets); a ``tree_restore`` with a ``pid`` kills
-the interpreter and signals the held copy, which forks a new interpreter (an orphan, so
-that it becomes our child) and stays held, so that a snapshot survives any number of
-restores.
+the interpreter and signals the held copy, which forks a new interpreter that is our
+child (``clone(CLONE_PARENT)``, else an orphan we adopt) and stays held, so that a
+snapshot survives any number of restores.
 """
 
 import os
