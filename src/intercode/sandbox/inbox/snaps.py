@@ -113,7 +113,7 @@ class Snapshots:
         """Kill everything (held copies excepted), bring the tree to snapshot ``id``, and
         start a fresh shell in ``cwd`` or, with ``pid``, resume that held interpreter."""
         self._forget(msg)
-        state = self.tree_snaps[int(msg["id"])][0]
+        state, reads = self.tree_snaps[int(msg["id"])]
         pid = msg.get("pid")
         if pid is not None and (pid not in self.held or parent_of(pid) is None):
             self.held.discard(pid)
@@ -121,7 +121,7 @@ class Snapshots:
         t0 = time.perf_counter()
         self._kill(keep=tuple(self.held))
         t1 = time.perf_counter()
-        stats = self.tree.restore_to(state)
+        stats = self.tree.restore_to(state, reads)
         t2 = time.perf_counter()
         if pid is None:
             prelude = msg.get("replay")
