@@ -47,8 +47,6 @@ NOBODY = 65534
 # out), so they are passed above them.
 FIRST_PASSED_FD = 64
 START_TIMEOUT = 30.0
-# the modules only the shells the supervisor forks (inbox/shell.py FORKED) import
-FORKED_ONLY = ("pyvalue", "pyscore", "pyhold", "pyrepl", "sqlconn", "sqlsnap", "sqlrepl")
 BOOT = (
     "import json,os,sys,types\n"
     "from struct import unpack\n"
@@ -86,6 +84,8 @@ BOOT = (
 # compiling (most of its start). The first sandbox of a key compiles and hands them
 # over with its readiness, before any of the agent's code runs in it.
 _COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
+# the modules only the shells the supervisor forks (inbox/shell.py FORKED) import
+FORKED_ONLY = ("pyvalue", "pyscore", "pyhold", "pyrepl", "sqlconn", "sqlsnap", "sqlrepl")
 
 
 @functools.cache
@@ -217,6 +217,12 @@ class BwrapSandbox(base.Sandbox):
         assert self._net is not None
         self._net.attach()
 
+    def _unused_modules(self) -> list[str]:
+        """The boot's modules a sandbox of this shell never runs, left out of its boot
+        (the Python interpreter's and the SQL engine's, with their imports, sqlite3, ast
+        and traceback among them: about a sixth of a Bash sandbox's boot)."""
+        return [] if self.shell in FORKED else list(FORKED_ONLY)
+
     def _spawn(self) -> None:
         bwrap = find_bwrap()
         self._net = SandboxNetwork(self.layout.network)  # fails first if slirp4netns is missing
@@ -278,12 +284,6 @@ class BwrapSandbox(base.Sandbox):
                            self._channel, self.limits, self._restart,
                            interrupt_signal="SIGINT" if self.shell in ("python", "sqlite")
                            else None, freeze=self.shell != "sqlite")
-
-    def _unused_modules(self) -> list[str]:
-        """The boot's modules a sandbox of this shell never runs, left out of its boot
-        (the Python interpreter's and the SQL engine's, with their imports, sqlite3, ast
-        and traceback among them: about a sixth of a Bash sandbox's boot)."""
-        return [] if self.shell in FORKED else list(FORKED_ONLY)
 
     def _namespace_args(self) -> list[str]:
         args = ["--unshare-all", "--unshare-user", "--disable-userns",
