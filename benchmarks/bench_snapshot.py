@@ -13,6 +13,10 @@ state (Bash: a few files, a directory, shell variables; Python: a namespace; SQL
 rows in a table and a temporary table):
 
 - ``snap_restore_ms``: median of ``snapshot()`` + ``restore()`` + ``release()``;
+- ``snap_restore_step_ms``: the same followed by one read-only ``step()`` (``READ``),
+  minus the median of that step alone (``step_ms``): what a restore costs the episode
+  when work a restore leaves for later (SQLite opens a restored database on first
+  use) is counted too;
 - ``fork_ms``: median of ``fork()`` (the warm spare the environment keeps, begun by the
   previous fork; the first fork starts a new environment: ``fork_first_ms``);
 - ``fork_into_warm_ms``: median of ``fork(into=env2)`` into a started environment (a
@@ -50,6 +54,8 @@ SETUP = {
     "mysql": ["CREATE TABLE t(a INT)", "INSERT INTO t VALUES (1), (2), (3)",
               "SET @v = 'x', SESSION sql_mode = 'ANSI_QUOTES'"],
 }
+READ = {"bash": "echo $X", "ctf": "echo $X", "python": "len(x)", "sql": "SELECT count(*) FROM t",
+        "mysql": "SELECT count(*) FROM t"}
 MYSQL_URL = os.environ.get("INTERCODE_MYSQL_URL", "")
 
 
@@ -142,6 +148,17 @@ def measure(name: str, repeat: int, live: int, cycles: int) -> dict[str, object]
             env.restore(snap)
             snap.release()
             times.append(time.perf_counter() - t0)
+        steps, with_step = [], []
+        for _ in range(max(3, repeat // 4)):
+            t0 = time.perf_counter()
+            env.step(READ[name])
+            steps.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            snap = env.snapshot()
+            env.restore(snap)
+            snap.release()
+            env.step(READ[name])
+            with_step.append(time.perf_counter() - t0)
         forks, warm = [], []
         for _ in range(max(3, repeat // 20)):
             t0 = time.perf_counter()
@@ -173,6 +190,9 @@ def measure(name: str, repeat: int, live: int, cycles: int) -> dict[str, object]
         box = [min(b for _, b in samples[k] or [(0, 0)]) for k in ("start", "end")]
         return {"env": name, "snap_restore_ms": round(1000 * statistics.median(times), 3),
                 "snap_restore_p90_ms": round(1000 * sorted(times)[int(0.9 * len(times))], 3),
+                "snap_restore_step_ms": round(1000 * (statistics.median(with_step)
+                                                      - statistics.median(steps)), 3),
+                "step_ms": round(1000 * statistics.median(steps), 3),
                 "fork_ms": round(1000 * statistics.median(forks), 1),
                 "fork_first_ms": round(1000 * forks[0], 1),
                 "fork_into_warm_ms": round(1000 * statistics.median(warm), 1),

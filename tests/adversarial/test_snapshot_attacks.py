@@ -191,8 +191,8 @@ def test_the_agent_cannot_see_or_reach_the_fork_spare():
         env.step("echo parent > /tmp/f")
         before = env.step(count)[0]
         env.fork().close()
-        assert env._spare is not None
-        spare = env._spare.result()
+        assert env._spares
+        spare = env._spares[0].result()
         assert spare is not None
         spare._agent.start()  # booted: its processes run now
         assert env.step(count)[0] == before

@@ -1,7 +1,8 @@
 """The warm spare of ``fork()``: a sibling whose sandboxes boot in the background.
 
-Each fork begins a spare for the next one (on the spare-starting thread); the next fork
-hands it over instead of starting a new environment. The spare is a separate sandbox
+Each fork begins spares for the next ones (``fork_spares``, on the spare-starting
+threads); the next fork hands the first one begun over instead of starting a new
+environment. The spare is a separate sandbox
 (the agent cannot see it), it is closed with its environment (no sandbox outlives
 ``close()``), a fork from it is independent of its parent and of other forks, and a
 spare that died before it was used is replaced without the fork failing.
@@ -50,9 +51,9 @@ def agent_box(env: IntercodeEnv) -> Sandbox:
 
 
 def spare_of(env: IntercodeEnv) -> IntercodeEnv:
-    """The spare the environment keeps now (waits until it was begun)."""
-    assert env._spare is not None
-    spare = env._spare.result()
+    """The spare the next fork takes (waits until it was begun)."""
+    assert env._spares
+    spare = env._spares[0].result()
     assert spare is not None
     return spare
 
@@ -78,7 +79,8 @@ def test_a_fork_begins_a_spare_and_the_next_fork_takes_it(env: IntercodeEnv) -> 
         second = env.fork()
         try:
             assert second is spare  # handed over, not a new environment
-            assert env._spare is not None and spare_of(env) is not spare  # refilled
+            assert len(env._spares) == env.fork_spares  # refilled
+            assert spare_of(env) is not spare
             name = env.env_name
             expected = env.step(READ[name])[0]
             assert first.step(READ[name])[0] == expected
@@ -103,9 +105,10 @@ def test_the_spare_is_closed_with_its_environment(env: IntercodeEnv) -> None:
     box = agent_box_begun(spare)
     pid = bwrap_pid(box)
     assert pid_alive(pid)
+    others = [agent_box_begun(p.result()) for p in list(env._spares)[1:]]
     env.close()
-    assert env._spare is None
-    assert not box.alive
+    assert not env._spares
+    assert not box.alive and not any(b.alive for b in others)
     assert not pid_alive(pid)  # killed and reaped: no sandbox outlives close()
 
 
@@ -139,10 +142,10 @@ def test_fork_spare_off_keeps_none_and_closes_the_one_kept(env: IntercodeEnv) ->
     env.fork().close()
     box = agent_box_begun(spare_of(env))
     env.fork_spare = False
-    assert env._spare is None and not box.alive
+    assert not env._spares and not box.alive
     fork = env.fork()
     try:
-        assert env._spare is None
+        assert not env._spares
         name = env.env_name
         assert fork.step(READ[name])[0] == env.step(READ[name])[0]
         assert fork.fork_spare is True or os.environ.get("INTERCODE_FORK_SPARE") == "0"
@@ -158,7 +161,28 @@ def test_the_environment_variable_turns_the_spare_off(monkeypatch: pytest.Monkey
         assert env.fork_spare is False
         env.reset(options={"task": 0})
         env.fork().close()
-        assert env._spare is None
+        assert not env._spares
+    finally:
+        env.close()
+
+
+def test_the_number_of_spares_follows_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INTERCODE_FORK_SPARE", "3")
+    env = intercode.make("bash", dataset=testing.small_dataset("bash")).unwrapped
+    try:
+        assert isinstance(env, IntercodeEnv)
+        assert env.fork_spares == 3
+        env.reset(options={"task": 0})
+        env.fork().close()
+        assert len(env._spares) == 3
+        kept = [agent_box_begun(spare_of(env))]
+        env.fork_spares = 1  # the spares beyond it are closed, the first one begun kept
+        assert len(env._spares) == 1 and spare_of(env)._agent is kept[0]  # type: ignore[attr-defined]
+        fork = env.fork()
+        try:
+            assert agent_box(fork) is kept[0] and len(env._spares) == 1
+        finally:
+            fork.close()
     finally:
         env.close()
 

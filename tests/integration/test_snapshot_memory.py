@@ -1,7 +1,8 @@
 """Memory is returned after release: no growth over many snapshot/restore cycles.
 
 Python's held interpreters (``inbox/pyhold.py``) are the case that grew: every restore
-forks the interpreter three times along the chain, and CPython's ``os.fork()`` leaks
+forked the interpreter three times along the chain (two now, or three where
+``clone(CLONE_PARENT)`` cannot be used), and CPython's ``os.fork()`` leaks
 its internal locks in the child (about 290 bytes each), so a long chain grew by about
 1.1 KiB per cycle. The interpreter's malloc heap (``mallinfo2().uordblks``: bytes in
 use, exact, not rounded to pages) is read in the sandbox before and after ``CYCLES``
@@ -71,5 +72,29 @@ def test_a_restored_interpreter_has_the_snapshots_random_state() -> None:
         for _ in range(3):
             env.restore(snap)
             assert env.step("print(random.random(), random.getrandbits(64))")[0] == first
+    finally:
+        env.close()
+
+
+def test_a_restored_interpreter_is_the_supervisors_child_with_its_own_thread_id() -> None:
+    """The restore's single fork (``clone(CLONE_PARENT)``, not the C library's ``fork``)
+    leaves the C library's record of the thread id to the child: a thread that signals
+    the main thread must reach it (with the held copy's id it fails with ESRCH)."""
+    env = intercode.make("python", dataset=testing.small_dataset("python")).unwrapped
+    assert isinstance(env, IntercodeEnv)
+    try:
+        env.reset(options={"task": 0})
+        env.step("import os, signal, threading, time")
+        snap = env.snapshot()
+        for _ in range(2):  # a held copy makes any number of interpreters
+            env.restore(snap)
+            probe = ("got = []\n"
+                     "signal.signal(signal.SIGUSR2, lambda *a: got.append(1))\n"
+                     "t = threading.Thread(target=signal.pthread_kill, "
+                     "args=(threading.main_thread().ident, signal.SIGUSR2))\n"
+                     "t.start(); t.join(); time.sleep(0.01)\n"
+                     "print(os.getppid(), got, threading.main_thread().native_id == "
+                     "threading.get_native_id() == os.getpid())")
+            assert env.step(probe)[0].split() == ["1", "[1]", "True"]
     finally:
         env.close()

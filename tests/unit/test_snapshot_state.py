@@ -45,6 +45,34 @@ def test_a_tree_snapshot_restores_exactly_and_leaves_the_pristine_state(tmp_path
     assert tree.status([]) == []
 
 
+def old_enough(reads):
+    """``reads`` with every record dated well after its change (trusted, not compared)."""
+    return {rel: (ino, ctime, ctime + TRUST_NS + 1, value)
+            for rel, (ino, ctime, _when, value) in reads.items()}
+
+
+def test_a_restore_leaves_the_files_its_snapshot_read_alone_while_unchanged(tmp_path):
+    tree = make(tmp_path)
+    (tmp_path / "w" / "a.txt").write_bytes(b"changed\n")
+    (tmp_path / "w" / "b").write_bytes(b"b\n")
+    snap, reads = tree.snapshot()
+    reads = old_enough(reads)
+    then = files(tmp_path)
+    for _ in range(2):
+        stats = tree.restore_to(snap, reads)
+        assert files(tmp_path) == then
+        assert stats["written"] == 0  # vouched for by the snapshot's reads: not rewritten
+    # changed in place after the snapshot (same inode, new ctime): restored all the same
+    with open(tmp_path / "w" / "b", "r+b") as fh:
+        fh.write(b"X")
+    os.chmod(tmp_path / "w" / "a.txt", 0o600)
+    assert tree.restore_to(snap, reads)["written"] == 2
+    assert files(tmp_path) == then
+    assert os.stat(tmp_path / "w" / "a.txt").st_mode & 0o777 == 0o644
+    tree.restore()  # and the pristine state is still the task's
+    assert files(tmp_path) == {"w/a.txt": b"alpha\n", "w/keep": b"kept\n"}
+
+
 def test_a_file_unchanged_since_the_last_snapshot_is_shared_not_copied(tmp_path):
     tree = make(tmp_path)
     (tmp_path / "w" / "big").write_bytes(b"x" * 100_000)

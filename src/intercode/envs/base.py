@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from abc import abstractmethod
+from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NoReturn, SupportsFloat, SupportsIndex
@@ -74,8 +75,8 @@ class IntercodeEnv(gym.Env[str, str]):
         self._available: list[int] | None = None
         self._snapshots = Registry()
         self.restore_note = ""  # said with the first observation after a restore
-        self._spare: Future[IntercodeEnv | None] | None = None  # see fork_spare
-        self._fork_spare = os.environ.get("INTERCODE_FORK_SPARE", "1") != "0"
+        self._spares: deque[Future[IntercodeEnv | None]] = deque()  # see fork_spares
+        self._fork_spares = spares_wanted(os.environ.get("INTERCODE_FORK_SPARE", ""))
         self._spareless = False  # prestart() said this environment cannot keep a spare
 
     @classmethod
@@ -185,17 +186,30 @@ class IntercodeEnv(gym.Env[str, str]):
 
     @property
     def fork_spare(self) -> bool:
-        """Whether :meth:`fork` keeps a warm spare: a sibling whose sandboxes boot in the
-        background, begun by each fork for the next one (its memory: one more agent
-        sandbox). On by default; off with ``INTERCODE_FORK_SPARE=0`` or by setting this
-        to False, which also closes the spare kept now."""
-        return self._fork_spare
+        """Whether :meth:`fork` keeps warm spares: siblings whose sandboxes boot in the
+        background, begun by each fork for the next ones (their memory: one more agent
+        sandbox each; how many: :attr:`fork_spares`). On by default; off with
+        ``INTERCODE_FORK_SPARE=0`` or by setting this to False, which also closes the
+        spares kept now (True again keeps the default number)."""
+        return self._fork_spares > 0
 
     @fork_spare.setter
     def fork_spare(self, on: bool) -> None:
-        self._fork_spare = bool(on)
-        if not on:
-            self.drop_spare()
+        self.fork_spares = (self._fork_spares or DEFAULT_SPARES) if on else 0
+
+    @property
+    def fork_spares(self) -> int:
+        """How many warm spares :meth:`fork` keeps (``DEFAULT_SPARES``, or
+        ``INTERCODE_FORK_SPARE=<n>``; 0: none). Two, so that a fork that follows the
+        last one within a sandbox's boot (about 60 ms) still finds one booted, begun by
+        the fork before; setting fewer closes the spares beyond the number."""
+        return self._fork_spares
+
+    @fork_spares.setter
+    def fork_spares(self, count: int) -> None:
+        self._fork_spares = max(0, min(int(count), MAX_SPARES))
+        while len(self._spares) > self._fork_spares:
+            self._close_pending(self._spares.pop())
 
     def prestart(self) -> bool:
         """Begin starting what a fork needs (the agent's sandbox) without waiting for it,
@@ -205,17 +219,19 @@ class IntercodeEnv(gym.Env[str, str]):
         return False
 
     def _take_spare(self) -> IntercodeEnv | None:
-        """The warm spare, handed over (``None`` if there is none or it failed)."""
-        pending, self._spare = self._spare, None
-        spare = pending.result() if pending is not None else None
+        """The warm spare begun first, handed over (``None`` if there is none or it
+        failed)."""
+        if not self._spares:
+            return None
+        spare = self._spares.popleft().result()
         if spare is not None:
-            spare.fork_spare = self.fork_spare
-        elif pending is not None and self._spareless:
+            spare._fork_spares = self._fork_spares
+        elif self._spareless:
             self.fork_spare = False  # this environment cannot begin one: stop trying
         return spare
 
     def _refill_spare(self) -> None:
-        """Begin a new warm spare for the next :meth:`fork` (if enabled and none is kept).
+        """Begin new warm spares for the next forks, up to :attr:`fork_spares`.
 
         The spare is a sibling of its own, sandboxes included: nothing of it is reachable
         from this environment's sandboxes, and it is closed with this environment. It is
@@ -223,9 +239,8 @@ class IntercodeEnv(gym.Env[str, str]):
         caller does not wait for its processes to be spawned; its sandboxes then live
         until it is closed (or the process ends), whichever thread uses it.
         """
-        if not self.fork_spare or self._spare is not None:
-            return
-        self._spare = spare_starter().submit(self._begin_spare)
+        while len(self._spares) < self._fork_spares and not self._spareless:
+            self._spares.append(spare_starter().submit(self._begin_spare))
 
     def _begin_spare(self) -> IntercodeEnv | None:
         """A sibling whose sandboxes were begun (on the spare-starting thread), or ``None``
@@ -233,7 +248,7 @@ class IntercodeEnv(gym.Env[str, str]):
         spare = None
         try:
             spare = self.sibling()
-            spare._fork_spare = False  # a spare keeps no spare of its own
+            spare._fork_spares = 0  # a spare keeps no spare of its own
             if spare.prestart():
                 return spare
             self._spareless = True  # nothing to gain here: do not build siblings again
@@ -244,15 +259,19 @@ class IntercodeEnv(gym.Env[str, str]):
         return None
 
     def begin_spare(self) -> None:
-        """Begin the warm spare now, so that even the first :meth:`fork` finds one ready
-        (by default the first fork starts a sibling itself and begins the spare)."""
+        """Begin the warm spares now, so that even the first :meth:`fork` finds one ready
+        (by default the first fork starts a sibling itself and begins the spares)."""
         self._refill_spare()
 
     def drop_spare(self) -> None:
-        """Close the warm spare of :meth:`fork`, if one is kept (a new one is begun by
+        """Close the warm spares of :meth:`fork`, if any are kept (new ones are begun by
         the next fork, unless :attr:`fork_spare` is False)."""
-        pending, self._spare = self._spare, None
-        spare = pending.result() if pending is not None else None
+        while self._spares:
+            self._close_pending(self._spares.popleft())
+
+    @staticmethod
+    def _close_pending(pending: Future[IntercodeEnv | None]) -> None:
+        spare = pending.result()
         if spare is not None:
             spare.close()
 
@@ -427,15 +446,28 @@ class IntercodeEnv(gym.Env[str, str]):
 
 _starter: ThreadPoolExecutor | None = None
 _starter_lock = threading.Lock()
+DEFAULT_SPARES = 2  # warm spares of fork() per environment (see IntercodeEnv.fork_spares)
+MAX_SPARES = 8
+STARTER_THREADS = 2  # spares begun at once (each begin is a bubblewrap spawn, 10-20 ms)
+
+
+def spares_wanted(setting: str) -> int:
+    """The number of warm spares ``INTERCODE_FORK_SPARE`` asks for (empty or not a
+    number: the default; ``0``: none)."""
+    setting = setting.strip()
+    if setting.isdigit():
+        return min(int(setting), MAX_SPARES)
+    return DEFAULT_SPARES
 
 
 def spare_starter() -> ThreadPoolExecutor:
-    """The process's thread that begins the warm spares of ``fork()`` (one, made on first
-    use, kept until the process ends: a sandbox dies with the thread that spawned it)."""
+    """The process's threads that begin the warm spares of ``fork()`` (made on first use,
+    kept until the process ends: a sandbox dies with the thread that spawned it)."""
     global _starter
     with _starter_lock:
         if _starter is None:
-            _starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="intercode-spare")
+            _starter = ThreadPoolExecutor(max_workers=STARTER_THREADS,
+                                          thread_name_prefix="intercode-spare")
         return _starter
 
 

@@ -30,6 +30,7 @@ from intercode.sandbox.base import Change, ExecResult
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.filetree import Entry, FileTree
 from intercode.sandbox.inbox import MODULES, proto
+from intercode.sandbox.inbox.shell import FORKED
 from intercode.sandbox.layout import EPOCH_NS, SCRATCH_MOUNTS, SKELETON_DIRS, Layout
 from intercode.sandbox.limits import Limits
 from intercode.sandbox.netns import SandboxNetwork
@@ -70,8 +71,10 @@ BOOT = (
     "mods=json.loads(rd(j));blob=rd(k)\n"
     "pkg=types.ModuleType('icbox');pkg.__path__=[];sys.modules['icbox']=pkg\n"
     "codes=None\n"
+    "skip=()\n"
     "if isinstance(mods,dict):\n"
     "    import marshal\n"
+    "    skip=mods.get('skip',())\n"
     "    if blob and mods['version']==sys.version:\n"
     "        codes=marshal.loads(blob)\n"
     "    mods=mods['sources']\n"
@@ -79,6 +82,7 @@ BOOT = (
     "    codes=[compile(src,'<icbox/'+name+'.py>','exec') for name,src in mods]\n"
     "    pkg.CODE=codes\n"
     "for (name,_),code in zip(mods,codes):\n"
+    "    if name in skip: continue\n"
     "    m=types.ModuleType('icbox.'+name);m.__package__='icbox'\n"
     "    sys.modules['icbox.'+name]=m;setattr(pkg,name,m)\n"
     "    exec(code,m.__dict__)\n"
@@ -89,6 +93,8 @@ BOOT = (
 # compiling (most of its start). The first sandbox of a key compiles and hands them
 # over with its readiness, before any of the agent's code runs in it.
 _COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
+# the modules only the shells the supervisor forks (inbox/shell.py FORKED) import
+FORKED_ONLY = ("pyvalue", "pyscore", "pyhold", "pyrepl", "sqlconn", "sqlsnap", "sqlrepl")
 
 
 @functools.cache
@@ -239,6 +245,12 @@ class BwrapSandbox(base.Sandbox):
         assert self._net is not None
         self._net.attach()
 
+    def _unused_modules(self) -> list[str]:
+        """The boot's modules a sandbox of this shell never runs, left out of its boot
+        (the Python interpreter's and the SQL engine's, with their imports, sqlite3, ast
+        and traceback among them: about a sixth of a Bash sandbox's boot)."""
+        return [] if self.shell in FORKED else list(FORKED_ONLY)
+
     def _spawn(self) -> None:
         bwrap = find_bwrap()
         self._net = SandboxNetwork(self.layout.network)  # fails first if slirp4netns is missing
@@ -277,8 +289,8 @@ class BwrapSandbox(base.Sandbox):
             if self._code_asked:
                 cfg["send_code"] = True
             proto.write_all(inside["cfg"],
-                            proto.encode({"sources": _inbox_sources(), "version": version},
-                                         compiled))
+                            proto.encode({"sources": _inbox_sources(), "version": version,
+                                          "skip": self._unused_modules()}, compiled))
             # (apart: no copy of the shell's data, the SQLite engine's database images)
             proto.write_all(inside["cfg"], proto.encode(cfg, self.shell_data))
             os.lseek(inside["cfg"], 0, os.SEEK_SET)

@@ -12,9 +12,9 @@ Held interpreters: the Python interpreter forks a paused copy of itself on a ``h
 request (see ``pyhold``) and reports its pid; the host registers it with the tree
 snapshot (``held``) and drops it with a later request (``drop_held``). Held copies
 survive interrupts and restarts (not resets); a ``tree_restore`` with a ``pid`` kills
-the interpreter and signals the held copy, which forks a new interpreter (an orphan, so
-that it becomes our child) and stays held, so that a snapshot survives any number of
-restores.
+the interpreter and signals the held copy, which forks a new interpreter that is our
+child (``clone(CLONE_PARENT)``, else an orphan we adopt) and stays held, so that a
+snapshot survives any number of restores.
 """
 
 import os
@@ -113,7 +113,7 @@ class Snapshots:
         """Kill everything (held copies excepted), bring the tree to snapshot ``id``, and
         start a fresh shell in ``cwd`` or, with ``pid``, resume that held interpreter."""
         self._forget(msg)
-        state = self.tree_snaps[int(msg["id"])][0]
+        state, reads = self.tree_snaps[int(msg["id"])]
         pid = msg.get("pid")
         if pid is not None and (pid not in self.held or parent_of(pid) is None):
             self.held.discard(pid)
@@ -121,7 +121,7 @@ class Snapshots:
         t0 = time.perf_counter()
         self._kill(keep=tuple(self.held))
         t1 = time.perf_counter()
-        stats = self.tree.restore_to(state)
+        stats = self.tree.restore_to(state, reads)
         t2 = time.perf_counter()
         if pid is None:
             prelude = msg.get("replay")

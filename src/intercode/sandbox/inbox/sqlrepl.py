@@ -45,6 +45,8 @@ class Engine:
         self.stale = []  # connections of the last episode, to close
         self.pending = None  # the database the next episode starts in
         self.snaps = {}  # id -> (current database, {name: captured connection})
+        # {name: captured connection} of the last restore, opened on first use (see snapshot)
+        self.restored = {}
 
     def idle(self):
         """Between requests: close the last episode's copies, make the next one's."""
@@ -59,10 +61,17 @@ class Engine:
         """This episode's connection to database ``name`` (a pristine copy at first)."""
         conn = self.conns.get(name)
         if conn is None:
-            if name not in self.images:
+            saved = self.restored.get(name)
+            if saved is not None:  # kept until it opens: a failure fails each use alike
+                conn = sqlsnap.open_copy(saved, self.images.get(sqlconn.INFO_SCHEMA),
+                                         lambda: self.current)
+                del self.restored[name]
+            elif name not in self.images:
                 raise KeyError("unknown database %r" % (name,))
-            conn = sqlconn.open_image(self.images[name], self.images.get(sqlconn.INFO_SCHEMA),
-                                      lambda: self.current)
+            else:
+                conn = sqlconn.open_image(self.images[name],
+                                          self.images.get(sqlconn.INFO_SCHEMA),
+                                          lambda: self.current)
             self._adopt(name, conn)
         return conn
 
@@ -71,11 +80,17 @@ class Engine:
         self.conns[name] = conn
 
     def snapshot(self, kind, request):
-        """``snap``/``restore``/``drop``/``export``/``import`` of snapshot ``id``."""
+        """``snap``/``restore``/``drop``/``export``/``import`` of snapshot ``id``.
+
+        A restore opens no connection: the snapshot's databases are opened (copies of
+        its images) when first used, so that a restore costs a reply and a snapshot
+        of a database not used since shares the restored one's capture (captures are
+        never changed in place)."""
         ident = int(request["id"])
         if kind == "snap":
-            self.snaps[ident] = (self.current, {name: sqlsnap.capture(conn)
-                                                for name, conn in self.conns.items()})
+            saved = dict(self.restored)
+            saved.update((name, sqlsnap.capture(conn)) for name, conn in self.conns.items())
+            self.snaps[ident] = (self.current, saved)
             return {}
         if kind == "drop":
             self.snaps.pop(ident, None)
@@ -89,13 +104,9 @@ class Engine:
             self.snaps[ident] = (str(request["current"]), saved)
             return {}
         current, saved = self.snaps[ident]  # restore
-        info = self.images.get(sqlconn.INFO_SCHEMA)
-        conns = {name: sqlsnap.open_copy(s, info, lambda: self.current)
-                 for name, s in saved.items()}
         self.stale.extend(self.conns.values())
         self.conns = {}
-        for name, conn in conns.items():
-            self._adopt(name, conn)
+        self.restored = dict(saved)
         self.current = current
         return {}
 
@@ -111,6 +122,7 @@ class Engine:
         if kind == "reset":  # the work is done after the reply (see idle)
             self.stale.extend(self.conns.values())
             self.conns = {}
+            self.restored = {}
             self.snaps = {}
             self.pending = request.get("db") or None
             return {}

@@ -190,10 +190,18 @@ class Tree(hashing.Hashing):
             grants.revert()
         return state, reads
 
-    def restore_to(self, state):
-        """Bring the tree to ``state`` (of :meth:`snapshot`); the pristine state stays."""
+    def restore_to(self, state, reads=None):
+        """Bring the tree to ``state`` (of :meth:`snapshot`); the pristine state stays.
+
+        ``reads`` (what that snapshot read) vouch for the entries still the inodes it
+        read, unchanged since (the records of a restore: see :meth:`_trusted`), so that
+        they are neither compared nor written again.
+        """
         pristine = self.pristine
         self._switch(state)
+        for rel, record in (reads or {}).items():
+            if rel not in self.clean and state.get(rel) is record[3]:
+                self.clean[rel] = record[:3]
         try:
             return self.restore()
         finally:
