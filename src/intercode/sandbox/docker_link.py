@@ -1,0 +1,157 @@
+"""Host side of a Docker sandbox's direct line: a unix socket its pid 1 connects to.
+
+Each frame on the engine's attach stream crosses the engine and the container's shim
+both ways; on a Linux host whose engine is local, a step's frames take a unix socket
+between this process and the container's pid 1 instead (``inbox/link.py`` inside). The
+host makes a private directory per sandbox, listens there on a socket with a random
+name, and the engine binds the directory into the container (read-only: connecting
+needs no write access to the mount). The configuration frame, sent on the attach
+stream as before, names the socket and a random token; pid 1 connects while it is
+still root, before it builds the agent's root (whose making detaches the bind) and
+before any agent input, and sends the token first.
+
+The host takes exactly one connection, the first that sends the token: others (a user
+of this machine who found the path in ``/proc/net/unix``) are closed, and once the
+sandbox's own has come, the listener is closed and the socket and directory removed.
+The directory is the host user's, mode 700 (711 for a user other than root: the
+container's root, without ``CAP_DAC_OVERRIDE``, must pass through it), the socket 600
+(666): the token, which only the attach stream carries, is what admits a connection.
+
+``$INTERCODE_DOCKER_STREAM`` picks the path: ``attach`` (the engine's stream only),
+``socket`` (the socket or an error), ``auto`` (the default: the socket on Linux when
+the container can connect, else the attach stream: Docker Desktop's file sharing does
+not carry unix sockets, and a host in a container of its own may have paths the engine
+cannot see). The attach stream stays open either way: it carries the configuration,
+the container's stderr, and the end of its stdin ends the sandbox (the host's death).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import os
+import secrets
+import select
+import socket
+import sys
+import tempfile
+
+from intercode.errors import ConfigError
+
+ENV = "INTERCODE_DOCKER_STREAM"
+MODES = ("attach", "socket", "auto")
+TARGET = "/.intercode-link"  # where the directory appears in the container
+TOKEN_BYTES = 32
+PENDING = 8  # connections waiting for their token, at most (more are closed at once)
+SUN_PATH = 107  # bytes of a unix socket's path, at most
+
+
+def stream_mode() -> str:
+    """``$INTERCODE_DOCKER_STREAM`` (``auto`` if unset)."""
+    value = (os.environ.get(ENV) or "auto").strip().lower()
+    if value not in MODES:
+        raise ConfigError(f"{ENV} must be one of {', '.join(MODES)}, not {value!r}")
+    return value
+
+
+def wanted(mode: str) -> bool:
+    """Whether a sandbox tries the socket in ``mode`` (``auto``: on Linux only)."""
+    return mode == "socket" or (mode == "auto" and sys.platform.startswith("linux"))
+
+
+class Listener:
+    """A sandbox's socket, waiting for its pid 1 (see the module docstring)."""
+
+    def __init__(self, required: bool) -> None:
+        self.required = required
+        self.token = secrets.token_bytes(TOKEN_BYTES)
+        self.dir = tempfile.mkdtemp(prefix="intercode-link-")
+        self.name = secrets.token_hex(16)
+        self.path = os.path.join(self.dir, self.name)
+        self._pending: dict[int, tuple[socket.socket, bytearray]] = {}
+        self.sock: socket.socket | None = None
+        try:
+            root = os.geteuid() == 0
+            os.chmod(self.dir, 0o700 if root else 0o711)
+            if len(self.path.encode()) > SUN_PATH:
+                raise OSError(0, f"the socket's path is too long: {self.path}")
+            sock = self.sock = socket.socket(socket.AF_UNIX,
+                                             socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+            sock.bind(self.path)
+            os.chmod(self.path, 0o600 if root else 0o666)
+            sock.listen(PENDING)
+            sock.setblocking(False)
+        except OSError:
+            self.close()
+            raise
+
+    def mount(self) -> dict[str, object]:
+        """The bind of the directory, for the container's ``HostConfig.Mounts``."""
+        return {"Type": "bind", "Source": self.dir, "Target": TARGET, "ReadOnly": True}
+
+    def spec(self) -> dict[str, object]:
+        """What pid 1 is told (in the configuration frame)."""
+        return {"path": f"{TARGET}/{self.name}", "token": self.token.hex(),
+                "required": self.required}
+
+    def fds(self) -> list[int]:
+        """What to poll: the listener and the connections waiting for their token."""
+        return [*([] if self.sock is None else [self.sock.fileno()]), *self._pending]
+
+    def take(self, ready: set[int]) -> socket.socket | None:
+        """Accept and check what ``ready`` (descriptors a poll reported) has: the
+        connection that sent the token (non-blocking), or ``None`` yet."""
+        if self.sock is not None and self.sock.fileno() in ready:
+            self._accept()
+        for fd in [fd for fd in self._pending if fd in ready]:
+            conn, got = self._pending[fd]
+            try:
+                data = conn.recv(TOKEN_BYTES - len(got))
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            got += data
+            if data and len(got) < TOKEN_BYTES:
+                continue
+            del self._pending[fd]
+            if data and hmac.compare_digest(bytes(got), self.token):
+                return conn
+            conn.close()  # a wrong token, or closed before it was whole
+        return None
+
+    def _accept(self) -> None:
+        assert self.sock is not None
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            if len(self._pending) >= PENDING:
+                conn.close()
+                continue
+            conn.setblocking(False)
+            self._pending[conn.fileno()] = (conn, bytearray())
+
+    def wait(self, other: int, timeout: float) -> set[int]:
+        """Descriptors ready among :meth:`fds` and ``other`` within ``timeout`` s."""
+        poller = select.poll()
+        for fd in [*self.fds(), other]:
+            poller.register(fd, select.POLLIN)
+        return {fd for fd, _ in poller.poll(max(0.0, timeout) * 1000.0)}
+
+    def close(self) -> None:
+        """Stop listening (no other connection is taken), close the waiting ones and
+        remove the socket and its directory (idempotent)."""
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            sock.close()
+        for conn, _ in self._pending.values():
+            conn.close()
+        self._pending.clear()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.dir)
