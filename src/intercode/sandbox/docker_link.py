@@ -10,12 +10,14 @@ stream as before, names the socket and a random token; pid 1 connects while it i
 still root, before it builds the agent's root (whose making detaches the bind) and
 before any agent input, and sends the token first.
 
-The host takes exactly one connection, the first that sends the token: others (a user
-of this machine who found the path in ``/proc/net/unix``) are closed, and once the
-sandbox's own has come, the listener is closed and the socket and directory removed.
-The directory is the host user's, mode 700 (711 for a user other than root: the
-container's root, without ``CAP_DAC_OVERRIDE``, must pass through it), the socket 600
-(666): the token, which only the attach stream carries, is what admits a connection.
+The host takes exactly one connection, the first that sends the token: others are
+closed, and once the sandbox's own has come, the listener is closed and the socket and
+directory removed. The directory is the host user's, mode 700 (711 for a user other than
+root: the container's root, without ``CAP_DAC_OVERRIDE``, must pass through it; its
+listing stays closed), the socket 600 (666) with a random name, bound through a
+descriptor of the directory (``/proc/net/unix`` shows that address, which names no
+directory: the accepted end shows it in the container's too). The token, which only the
+attach stream carries, is what admits a connection.
 
 ``$INTERCODE_DOCKER_STREAM`` picks the path: ``attach`` (the engine's stream only),
 ``socket`` (the socket or an error), ``auto`` (the default: the socket on Linux when
@@ -43,7 +45,6 @@ MODES = ("attach", "socket", "auto")
 TARGET = "/.intercode-link"  # where the directory appears in the container
 TOKEN_BYTES = 32
 PENDING = 8  # connections waiting for their token, at most (more are closed at once)
-SUN_PATH = 107  # bytes of a unix socket's path, at most
 
 
 def stream_mode() -> str:
@@ -70,15 +71,19 @@ class Listener:
         self.path = os.path.join(self.dir, self.name)
         self._pending: dict[int, tuple[socket.socket, bytearray]] = {}
         self.sock: socket.socket | None = None
+        self._dir_fd = -1
         try:
             root = os.geteuid() == 0
             os.chmod(self.dir, 0o700 if root else 0o711)
-            if len(self.path.encode()) > SUN_PATH:
-                raise OSError(0, f"the socket's path is too long: {self.path}")
+            self._dir_fd = os.open(self.dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             sock = self.sock = socket.socket(socket.AF_UNIX,
                                              socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-            sock.bind(self.path)
-            os.chmod(self.path, 0o600 if root else 0o666)
+            # bound through the directory's descriptor: the socket's address is what the
+            # accepted end shows in the container's /proc/net/unix (it is made in the
+            # connecting side's network namespace), which so names no host path; and a
+            # long $TMPDIR does not matter
+            sock.bind(f"/proc/self/fd/{self._dir_fd}/{self.name}")
+            os.chmod(self.name, 0o600 if root else 0o666, dir_fd=self._dir_fd)
             sock.listen(PENDING)
             sock.setblocking(False)
         except OSError:
@@ -155,3 +160,6 @@ class Listener:
             os.unlink(self.path)
         with contextlib.suppress(OSError):
             os.rmdir(self.dir)
+        if self._dir_fd >= 0:
+            os.close(self._dir_fd)
+            self._dir_fd = -1
