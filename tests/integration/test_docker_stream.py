@@ -147,3 +147,48 @@ def test_a_killed_host_process_leaves_no_container(mode):
     while engine.call("GET", f"/containers/{container}/json")[0] != 404:
         assert time.monotonic() < deadline, "the container outlived its killed process"
         time.sleep(0.2)
+
+
+@pytest.mark.parametrize("mode", ["auto", "socket"])
+def test_a_socket_pid_1_cannot_reach_leaves_it_on_the_attach_stream(mode, monkeypatch):
+    """As on Docker Desktop, whose file sharing does not carry unix sockets: in ``auto``
+    pid 1 stays on the attach stream and the host follows; ``socket`` fails with the
+    reason (an infrastructure error, no container left)."""
+    need("docker")
+    from intercode.errors import SandboxError
+    from intercode.sandbox import docker_link
+
+    real = docker_link.Listener.spec
+    monkeypatch.setattr(docker_link.Listener, "spec", lambda listener: {
+        **real(listener), "path": f"{docker_link.TARGET}/no-such-socket"})
+    monkeypatch.setenv("INTERCODE_DOCKER_STREAM", mode)
+    sb = create_sandbox("docker")
+    try:
+        if mode == "socket":
+            with pytest.raises(SandboxError, match="cannot connect to the host's socket"):
+                sb.start()
+            assert not sb.alive
+            return
+        sb.start()
+        assert not sb.linked
+        sb.load(TREE)
+        assert sb.run("cat /work/a.txt").output == "alpha\n"
+        sb.reset()
+        assert sb.run("echo again").output == "again\n"
+    finally:
+        sb.close()
+
+
+def test_a_directory_the_engine_cannot_bind_leaves_auto_on_the_attach_stream(monkeypatch):
+    """A host process in a container of its own: the engine does not see its paths."""
+    need("docker")
+    from intercode.sandbox import docker_link
+
+    real = docker_link.Listener.mount
+    monkeypatch.setattr(docker_link.Listener, "mount", lambda listener: {
+        **real(listener), "Source": f"/nonexistent-{os.getpid()}/intercode-link"})
+    monkeypatch.setenv("INTERCODE_DOCKER_STREAM", "auto")
+    with create_sandbox("docker") as sb:
+        assert not sb.linked
+        sb.load(TREE)
+        assert sb.run("cat /work/a.txt").output == "alpha\n"
