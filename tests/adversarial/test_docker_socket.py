@@ -276,3 +276,56 @@ def test_closing_the_attach_stream_ends_a_linked_sandbox(monkeypatch):
             sb.run("echo hi")
     finally:
         sb.close()
+
+
+def test_the_containers_root_reaches_a_non_root_hosts_socket():
+    """A host user other than root (the ``docker`` group): the container's root, which has
+    no ``CAP_DAC_OVERRIDE``, must pass the directory (711) and connect (666), with the
+    capabilities pid 1 starts with; the host takes it by the token. (Run as root, the
+    test makes the listener in a child that became ``nobody``.)"""
+    need("docker")
+    if os.geteuid() != 0:
+        pytest.skip("becoming another user needs root (run as non-root, the suite covers it)")
+    import json
+
+    from intercode.sandbox.docker import SETUP_CAPS, default_image
+    from intercode.sandbox.docker_engine import Engine
+
+    report_r, report_w = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child reports through the pipe and exits)
+        code = 1
+        try:
+            os.close(report_r)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            listener = docker_link.Listener(required=True)
+            os.write(report_w, json.dumps({**listener.spec(), "dir": listener.dir}).encode()
+                     + b"\n")
+            idle_r, _idle_w = os.pipe()
+            conn = _take(listener, idle_r, tries=600)  # at most a minute: not a speed test
+            code = 0 if conn is not None else 2
+            listener.close()
+        finally:
+            os._exit(code)
+    os.close(report_w)
+    with os.fdopen(report_r) as report:
+        spec = json.loads(report.readline())
+    engine = Engine()
+    script = (f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({spec['path']!r}); "
+              f"s.sendall(bytes.fromhex({spec['token']!r}))")
+    made = engine.ok("POST", "/containers/create", {
+        "Image": default_image(), "Cmd": ["python3", "-c", script], "User": "0:0",
+        "HostConfig": {"CapDrop": ["ALL"], "CapAdd": SETUP_CAPS,
+                       "SecurityOpt": ["no-new-privileges"], "NetworkMode": "none",
+                       "Mounts": [{"Type": "bind", "Source": spec["dir"],
+                                   "Target": docker_link.TARGET, "ReadOnly": True}]}})
+    try:
+        engine.ok("POST", f"/containers/{made['Id']}/start")
+        waited = engine.ok("POST", f"/containers/{made['Id']}/wait", timeout=120)
+        assert waited["StatusCode"] == 0
+    finally:
+        engine.call("DELETE", f"/containers/{made['Id']}", query={"force": "1"})
+        _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # the host took it
