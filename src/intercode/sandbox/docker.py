@@ -2,10 +2,13 @@
 
 One container per sandbox, started once. Its main process (pid 1) is the supervisor
 of ``inbox/main.py``, booted from source as on bubblewrap; the supervisor's pipes are
-multiplexed over the container's stdio, attached once through the engine's API
-(``inbox/relay.py`` inside, :mod:`~intercode.sandbox.docker_stream` outside). So a step
-and a reset cost round trips on that stream, never a ``docker exec``, and nothing but
-the attach stream crosses from host to container (Docker Desktop's VM included).
+multiplexed over one stream (``inbox/relay.py`` inside,
+:mod:`~intercode.sandbox.docker_stream` outside): on a Linux host a unix socket between
+this process and pid 1, bound into the container (:mod:`~intercode.sandbox.docker_link`),
+else the container's stdio, attached once through the engine's API (which works across
+Docker Desktop's VM). So a step and a reset cost round trips on that stream, never a
+``docker exec``. The attach stream is kept either way: it carries the configuration and
+the container's stderr, and its end ends the sandbox.
 
 Isolation is Docker's plus bubblewrap's root: no network (or a network of its own,
 see :mod:`~intercode.sandbox.docker_network`), ``no-new-privileges``, memory, process

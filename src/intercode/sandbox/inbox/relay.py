@@ -5,7 +5,9 @@ as the engine hands it to the attached client. That stream is the only channel t
 crosses the virtual machine of Docker Desktop (bind-mounted FIFOs and sockets do not),
 so the supervisor's pipes (the control channel and the shell's action, output and
 status pipes) are multiplexed over it by a relay thread of this process: frames of a
-1-byte channel number, a 4-byte big-endian length and the payload.
+1-byte channel number, a 4-byte big-endian length and the payload. On a Linux host the
+same frames take a unix socket to the host instead, which skips the engine's two hops
+each way (see ``link``); stdin then only tells the relay when the host is gone.
 
 The relay runs in pid 1 itself (a thread), so that the agent, which runs as the same
 user, can neither signal it nor trace it (see ``main``). It never blocks on a pipe
