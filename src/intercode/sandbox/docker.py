@@ -291,7 +291,7 @@ class DockerSandbox(BwrapSandbox):
         if stream is not None and stream.link is not None:
             stream.await_link(time.monotonic() + self.start_timeout)
             if self.stream_mode == "socket" and not stream.linked and not stream.ended \
-                    and not stream.ctl_frames:
+                    and not stream.stdout_seen:
                 raise SandboxUnavailableError(
                     f"the docker sandbox's pid 1 did not connect to the host's socket within "
                     f"{self.start_timeout:.0f} s ({docker_link.ENV}=socket)")

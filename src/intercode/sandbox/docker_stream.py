@@ -71,6 +71,7 @@ class Stream:
         self.attach = sock  # the attach stream (the container's stderr, its stdin's end)
         self.link = link  # the host's socket until pid 1 connected (or did not)
         self.linked = False  # whether the frames take the socket
+        self.stdout_seen = False  # whether the container wrote to its stdout
         sock.setblocking(False)
         self.fd = sock.fileno()
         self.stderr = bytearray()  # the end of the container's stderr, for error messages
@@ -140,7 +141,7 @@ class Stream:
         if link is None:
             return
         try:
-            while not (self._mux or self.ctl_frames or self.ended):
+            while not (self.stdout_seen or self.ended):
                 ready = link.wait(self.fd, deadline - time.monotonic())
                 if self.fd in ready:
                     self.receive()
@@ -191,6 +192,7 @@ class Stream:
     def _parse(self) -> None:
         for kind, payload in take_frames(self._docker, DOCKER_HEAD):
             if kind == STDOUT:
+                self.stdout_seen = True
                 if not self.linked:  # (nothing comes there once the frames take the socket)
                     self._mux += payload
             elif kind == STDERR:
