@@ -180,6 +180,46 @@ def test_the_listener_takes_only_the_token_and_then_nothing():
         os.close(other_w)
 
 
+def test_a_flood_of_silent_connections_does_not_push_pid_1_out():
+    """More silent connections than the listener keeps, before and after pid 1's: its
+    token, sent with its connect, is read as it is accepted. (The clients connect from a
+    thread: a full backlog blocks a connect until the host accepts.)"""
+    import threading
+
+    listener = docker_link.Listener(required=True)
+    other_r, other_w = os.pipe()
+    clients: list[socket.socket] = []
+    right: list[socket.socket] = []
+
+    def flood() -> None:
+        clients.extend(_client(listener.path, None) for _ in range(docker_link.PENDING))
+        right.append(_client(listener.path, listener.token))
+        try:
+            for _ in range(3 * docker_link.PENDING):
+                clients.append(_client(listener.path, None))
+        except OSError:  # the listener closed once it took pid 1's
+            pass
+
+    thread = threading.Thread(target=flood, daemon=True)
+    thread.start()
+    try:
+        conn = _take(listener, other_r, tries=300)
+        assert conn is not None
+        listener.close()
+        thread.join(30)
+        conn.sendall(b"x")
+        assert right[0].recv(1) == b"x"
+        conn.close()
+        right[0].close()
+    finally:
+        listener.close()
+        thread.join(30)
+        for c in clients:
+            c.close()
+        os.close(other_r)
+        os.close(other_w)
+
+
 def test_the_listener_is_private_to_the_host_user():
     listener = docker_link.Listener(required=False)
     try:

@@ -16,8 +16,11 @@ directory removed. The directory is the host user's, mode 700 (711 for a user ot
 root: the container's root, without ``CAP_DAC_OVERRIDE``, must pass through it; its
 listing stays closed), the socket 600 (666) with a random name, bound through a
 descriptor of the directory (``/proc/net/unix`` shows that address, which names no
-directory: the accepted end shows it in the container's too). The token, which only the
-attach stream carries, is what admits a connection.
+directory: the accepted end shows it in the container's too). For a user other than
+root, another local user can still find the socket (the directory's name in the temporary
+directory, the socket's in ``/proc/net/unix``) and connect: the token, which only the
+attach stream carries, is what admits a connection; such a user can at most hold a start
+up or, in ``auto``, send it to the attach stream.
 
 ``$INTERCODE_DOCKER_STREAM`` picks the path: ``attach`` (the engine's stream only),
 ``socket`` (the socket or an error), ``auto`` (the default: the socket on Linux when
@@ -44,7 +47,7 @@ ENV = "INTERCODE_DOCKER_STREAM"
 MODES = ("attach", "socket", "auto")
 TARGET = "/.intercode-link"  # where the directory appears in the container
 TOKEN_BYTES = 32
-PENDING = 8  # connections waiting for their token, at most (more are closed at once)
+PENDING = 8  # connections waiting for their token, at most (the oldest closed past it)
 
 
 def stream_mode() -> str:
@@ -107,7 +110,9 @@ class Listener:
         """Accept and check what ``ready`` (descriptors a poll reported) has: the
         connection that sent the token (non-blocking), or ``None`` yet."""
         if self.sock is not None and self.sock.fileno() in ready:
-            self._accept()
+            # a connection's token is read as it is accepted: pid 1 sends it with its
+            # connect, so a flood of others cannot push it out before it is read
+            ready = ready | self._accept()
         for fd in [fd for fd in self._pending if fd in ready]:
             conn, got = self._pending[fd]
             try:
@@ -123,22 +128,24 @@ class Listener:
             if data and hmac.compare_digest(bytes(got), self.token):
                 return conn
             conn.close()  # a wrong token, or closed before it was whole
+        while len(self._pending) > PENDING:  # silent ones: the oldest go
+            oldest = next(iter(self._pending))
+            self._pending.pop(oldest)[0].close()
         return None
 
-    def _accept(self) -> None:
+    def _accept(self) -> set[int]:
+        """Accept what waits; the new connections' descriptors."""
         assert self.sock is not None
-        while True:
+        new: set[int] = set()
+        for _ in range(4 * PENDING):  # the rest at the next poll (a flood: few descriptors)
             try:
                 conn, _ = self.sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                return
-            if len(self._pending) >= PENDING:
-                conn.close()
-                continue
+            except OSError:  # none waiting (BlockingIOError) or a failed one
+                return new
             conn.setblocking(False)
             self._pending[conn.fileno()] = (conn, bytearray())
+            new.add(conn.fileno())
+        return new
 
     def wait(self, other: int, timeout: float) -> set[int]:
         """Descriptors ready among :meth:`fds` and ``other`` within ``timeout`` s."""
