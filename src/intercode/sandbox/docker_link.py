@@ -38,6 +38,7 @@ import os
 import secrets
 import select
 import socket
+import stat
 import sys
 import tempfile
 
@@ -47,6 +48,7 @@ ENV = "INTERCODE_DOCKER_STREAM"
 MODES = ("attach", "socket", "auto")
 TARGET = "/.intercode-link"  # where the directory appears in the container
 TOKEN_BYTES = 32
+PREFIX = "intercode-link-"
 PENDING = 8  # connections waiting for their token, at most (the oldest closed past it)
 
 
@@ -56,6 +58,37 @@ def stream_mode() -> str:
     if value not in MODES:
         raise ConfigError(f"{ENV} must be one of {', '.join(MODES)}, not {value!r}")
     return value
+
+
+_swept = False
+
+
+def sweep(tmp: str | None = None) -> int:
+    """Remove the directories of processes of this user that no longer exist (one killed
+    during a sandbox's start, before its pid 1 connected); how many."""
+    tmp = tmp or tempfile.gettempdir()
+    removed = 0
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return 0
+    for name in names:
+        pid = name[len(PREFIX):].partition("-")[0]
+        if not name.startswith(PREFIX) or not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+            continue
+        path = os.path.join(tmp, name)
+        try:
+            info = os.lstat(path)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+                continue
+            for entry in os.listdir(path):
+                if stat.S_ISSOCK(os.lstat(os.path.join(path, entry)).st_mode):
+                    os.unlink(os.path.join(path, entry))
+            os.rmdir(path)
+            removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def wanted(mode: str) -> bool:
@@ -68,8 +101,12 @@ class Listener:
 
     def __init__(self, required: bool) -> None:
         self.required = required
+        global _swept
+        if not _swept:
+            _swept = True
+            sweep()
         self.token = secrets.token_bytes(TOKEN_BYTES)
-        self.dir = tempfile.mkdtemp(prefix="intercode-link-")
+        self.dir = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")
         self.name = secrets.token_hex(16)
         self.path = os.path.join(self.dir, self.name)
         self._pending: dict[int, tuple[socket.socket, bytearray]] = {}
