@@ -19,8 +19,10 @@ Measures, as medians over many runs:
              `docker exec` per action, through the engine API (as docker-py's exec_run) and
              through the docker CLI, and a `docker run --rm` per start
   stream     (--sandbox docker) one round trip of a line through `cat` in a container, over
-             the engine API's attach socket (what the backend uses) and over the pipes of a
+             the engine API's attach socket (the backend's fallback; on Linux its frames take
+             a unix socket to pid 1 instead, see docs/docker.md) and over the pipes of a
              `docker run -i` CLI process (one hop more)
+The docker sandbox's path is $INTERCODE_DOCKER_STREAM's (auto, socket or attach).
 Targets (issue 2): step < 0.2 ms, reset < 3 ms, reward < 5 ms, >= 100 episodes/s.
 Targets (issue 16, docker): step <= 0.5 ms, reset <= 10 ms, start <= 1.5 s.
 """

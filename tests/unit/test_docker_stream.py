@@ -256,3 +256,86 @@ def test_alternating_output_and_status_records_keep_few_waiting_points():
     assert stream.take_output() == b"o" * pairs
     assert stream.take_status() == b"s" * pairs  # nothing lost, once the output was read
     engine.close()
+
+
+# -- the host's socket (docker_link): the same frames without the engine's framing ----------
+
+
+def _linked_stream(first_on_attach: bytes = b"") -> tuple[Stream, socket.socket, socket.socket]:
+    """A stream whose pid 1 connected to the host's socket (returns the stream, the
+    container's end of the attach stream and of the socket)."""
+    from intercode.sandbox import docker_link
+
+    host, engine = socket.socketpair()
+    listener = docker_link.Listener(required=True)
+    stream = Stream(host, link=listener)
+    if first_on_attach:
+        engine.sendall(first_on_attach)
+    box = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    box.connect(listener.path)
+    box.sendall(listener.token)
+    stream.await_link(time.monotonic() + 30)
+    assert stream.link is None and not os.path.exists(listener.dir)
+    return stream, engine, box
+
+
+def test_a_linked_stream_reads_the_relays_frames_as_they_are():
+    stream, engine, box = _linked_stream(docker_frame(2, b"early stderr\n"))
+    assert stream.linked and stream.fd != stream.attach.fileno()
+    frames = (HEAD.pack(FROM_OUTPUT, 5) + b"hello" + HEAD.pack(FROM_STATUS, 8) + b"seq 0 /\0"
+              + HEAD.pack(FROM_CTL, len(proto.encode({"ev": "x"}))) + proto.encode({"ev": "x"}))
+    for i in range(len(frames)):  # every split point
+        box.send(frames[i:i + 1])
+        stream.receive()
+    assert stream.take_output() == b"hello" and stream.take_status() == b"seq 0 /\0"
+    assert [m for m, _ in stream.ctl_frames] == [{"ev": "x"}]
+    # the attach stream: its stderr kept for error messages, any stdout ignored
+    engine.sendall(docker_frame(1, b"not a frame") + docker_frame(2, b"late\n"))
+    stream.drain_stderr()
+    assert bytes(stream.stderr) == b"early stderr\nlate\n" and not stream.take_output()
+    stream.send(TO_ACTION, b"act")
+    assert box.recv(100) == HEAD.pack(TO_ACTION, 3) + b"act"
+    box.close()
+    stream.receive()
+    assert stream.ended
+
+
+def test_output_on_the_attach_stream_first_means_pid_1_stayed_there():
+    from intercode.sandbox import docker_link
+
+    host, engine = socket.socketpair()
+    listener = docker_link.Listener(required=False)
+    stream = Stream(host, link=listener)
+    engine.sendall(mux(FROM_OUTPUT, b"via attach"))
+    stream.await_link(time.monotonic() + 30)
+    assert not stream.linked and stream.link is None and not os.path.exists(listener.dir)
+    assert stream.take_output() == b"via attach"
+
+
+def test_the_relay_on_one_socket_ends_with_its_lifeline():
+    """Pid 1's relay on the host's socket (both ends one descriptor, blocking): frames go
+    both ways; the end of stdin (the lifeline) ends it, the supervisor's pipes closed."""
+    host, box = socket.socketpair()
+    life_r, life_w = os.pipe()
+    _ctl_r, ctl_w = os.pipe()
+    act_r, act_w = os.pipe()
+    out_r, out_w = os.pipe()
+    st_r, _st_w = os.pipe()
+    cout_r, _cout_w = os.pipe()
+    relay = Relay(box.fileno(), box.fileno(), {TO_CTL: ctl_w, TO_ACTION: act_w},
+                  {cout_r: FROM_CTL, out_r: FROM_OUTPUT, st_r: FROM_STATUS}, life_r)
+    thread = threading.Thread(target=relay.run, daemon=True)
+    thread.start()
+    host.sendall(HEAD.pack(TO_ACTION, 2) + b"hi")
+    assert os.read(act_r, 10) == b"hi"
+    os.write(out_w, b"output")
+    host.settimeout(30)
+    got = b""
+    while len(got) < HEAD.size + 6:
+        got += host.recv(100)
+    assert got == HEAD.pack(FROM_OUTPUT, 6) + b"output"
+    assert os.get_blocking(box.fileno())  # its writes block; it is read only when ready
+    os.close(life_w)
+    thread.join(30)
+    assert not thread.is_alive()
+    assert os.read(act_r, 10) == b""  # closed: the supervisor sees its end

@@ -2,10 +2,13 @@
 
 One container per sandbox, started once. Its main process (pid 1) is the supervisor
 of ``inbox/main.py``, booted from source as on bubblewrap; the supervisor's pipes are
-multiplexed over the container's stdio, attached once through the engine's API
-(``inbox/relay.py`` inside, :mod:`~intercode.sandbox.docker_stream` outside). So a step
-and a reset cost round trips on that stream, never a ``docker exec``, and nothing but
-the attach stream crosses from host to container (Docker Desktop's VM included).
+multiplexed over one stream (``inbox/relay.py`` inside,
+:mod:`~intercode.sandbox.docker_stream` outside): on a Linux host a unix socket between
+this process and pid 1, bound into the container (:mod:`~intercode.sandbox.docker_link`),
+else the container's stdio, attached once through the engine's API (which works across
+Docker Desktop's VM). So a step and a reset cost round trips on that stream, never a
+``docker exec``. The attach stream is kept either way: it carries the configuration and
+the container's stderr, and its end ends the sandbox.
 
 Isolation is Docker's plus bubblewrap's root: no network (or a network of its own,
 see :mod:`~intercode.sandbox.docker_network`), ``no-new-privileges``, memory, process
@@ -27,6 +30,7 @@ import hashlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -34,7 +38,7 @@ from typing import Any
 
 from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError, SnapshotError
 from intercode.fsutil import write_atomic
-from intercode.sandbox import base, seccomp
+from intercode.sandbox import base, docker_link, seccomp
 from intercode.sandbox.bwrap import BOOT, BwrapSandbox, _inbox_sources
 from intercode.sandbox.docker_engine import Engine, message
 from intercode.sandbox.docker_network import container_settings
@@ -80,7 +84,7 @@ def _sources() -> list[list[str]]:
     """The supervisor's modules and the relay, as the boot code reads them (read once)."""
     pkg = resources.files("intercode.sandbox.inbox")
     return [*_inbox_sources(), *([name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
-                                 for name in ("newroot", "relay"))]
+                                 for name in ("newroot", "link", "relay"))]
 
 
 def _proc_start(pid: int) -> str | None:
@@ -186,6 +190,8 @@ class DockerSandbox(BwrapSandbox):
         self._engine: Engine | None = None
         self._stream: Stream | None = None
         self._container: str | None = None
+        self._link: docker_link.Listener | None = None  # until the stream takes it over
+        self.stream_mode = docker_link.stream_mode()  # a bad setting fails here
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -217,8 +223,20 @@ class DockerSandbox(BwrapSandbox):
             sweep(engine)
         image = self.image = self.image or default_image(self.profile)
         name = f"intercode-{os.getpid()}-{os.urandom(4).hex()}"
-        status, reply = engine.call("POST", "/containers/create", self._create_body(image),
-                                    query={"name": name})
+        link = self._link = self._listen()
+        body = self._create_body(image)
+        if link is not None:
+            body["HostConfig"]["Mounts"].append(link.mount())
+        status, reply = engine.call("POST", "/containers/create", body, query={"name": name})
+        if link is not None and not link.required and status not in (201, 404):
+            # the engine cannot bind the directory (a host in a container of its own,
+            # whose paths the engine does not see): the attach stream only
+            log.debug("docker sandbox: no socket (%s): %s", status, message(reply))
+            self._close_link()
+            link = None
+            body["HostConfig"]["Mounts"].pop()
+            status, reply = engine.call("POST", "/containers/create", body,
+                                        query={"name": name})
         if status == 404:
             raise SandboxUnavailableError(
                 f"the Docker image {image!r} does not exist here: build it with "
@@ -233,15 +251,58 @@ class DockerSandbox(BwrapSandbox):
         self.image_id = str(info["Image"]) if status == 200 and isinstance(info, dict) \
             and info.get("Image") else None
         sock, first = engine.attach(self._container)
-        stream = self._stream = Stream(sock, first)
+        stream = self._stream = Stream(sock, first, link)
+        self._link = None  # the stream's now (it closes it)
         engine.ok("POST", f"/containers/{self._container}/start")
         # the boot code reads the sources and the configuration straight from stdin
-        stream.send_raw(proto.encode(_sources()) + proto.encode(self._config({}),
-                                                                self.shell_data))
+        cfg = self._config({})
+        if link is not None:
+            cfg["link"] = link.spec()
+        stream.send_raw(proto.encode(_sources()) + proto.encode(cfg, self.shell_data))
         self._channel = StreamChannel(stream)
         self._io = StreamShellIO(stream, self._channel, self.limits, self._restart,
                                  interrupt_signal="SIGINT" if self.shell in ("python", "sqlite")
                                  else None, freeze=self.shell != "sqlite")
+
+    def _listen(self) -> docker_link.Listener | None:
+        """The host's socket for this sandbox, if the mode wants one (see docker_link)."""
+        if not docker_link.wanted(self.stream_mode):
+            return None
+        required = self.stream_mode == "socket"
+        try:
+            return docker_link.Listener(required)
+        except OSError as exc:
+            if required:
+                raise SandboxUnavailableError(
+                    f"cannot listen on a socket for the docker sandbox "
+                    f"({docker_link.ENV}=socket): {exc}") from exc
+            log.debug("docker sandbox: no socket: %s", exc)
+            return None
+
+    def _close_link(self) -> None:
+        link, self._link = self._link, None
+        if link is not None:
+            link.close()
+
+    def _await_ready(self) -> None:
+        """Wait for pid 1 to take the host's socket or stay on the attach stream (see
+        docker_link), then for its readiness."""
+        stream = self._stream
+        if stream is not None and stream.link is not None:
+            stream.await_link(time.monotonic() + self.start_timeout)
+            if self.stream_mode == "socket" and not stream.linked and not stream.ended \
+                    and not stream.stdout_seen:
+                raise SandboxUnavailableError(
+                    f"the docker sandbox's pid 1 did not connect to the host's socket within "
+                    f"{self.start_timeout:.0f} s ({docker_link.ENV}=socket)")
+            if self._channel is not None:
+                self._channel.read_fd = stream.fd
+        super()._await_ready()
+
+    @property
+    def linked(self) -> bool:
+        """Whether this sandbox's frames take the host's socket (not the attach stream)."""
+        return self._stream is not None and self._stream.linked
 
     def _create_body(self, image: str) -> dict[str, Any]:
         lim, lay = self.limits, self.layout
@@ -332,6 +393,8 @@ class DockerSandbox(BwrapSandbox):
         return cfg
 
     def _startup_failure(self) -> str:
+        if self._stream is not None:
+            self._stream.drain_stderr()
         err = bytes(self._stream.stderr).decode("utf-8", "replace").strip() \
             if self._stream is not None else ""
         return (f"the docker sandbox (image {self.image}) did not start: "
@@ -343,11 +406,15 @@ class DockerSandbox(BwrapSandbox):
         stream, self._stream = self._stream, None
         container, self._container = self._container, None
         io = self._io
+        self._close_link()
         if stream is not None:
-            try:
-                stream.sock.shutdown(socket.SHUT_WR)  # stdin closes: the supervisor exits
-            except OSError:
-                pass
+            if stream.link is not None:
+                stream.link.close()
+            for sock in {stream.sock, stream.attach}:
+                try:
+                    sock.shutdown(socket.SHUT_WR)  # stdin closes: the supervisor exits
+                except OSError:
+                    pass
         if container is not None and self._engine is not None:
             try:
                 status, reply = self._engine.call("DELETE", f"/containers/{container}",
@@ -361,6 +428,7 @@ class DockerSandbox(BwrapSandbox):
             io.close()
         if stream is not None:
             stream.sock.close()
+            stream.attach.close()
         self._forget_run()
 
     # -- trees ---------------------------------------------------------------------------

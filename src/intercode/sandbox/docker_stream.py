@@ -15,10 +15,15 @@ bubblewrap a full pipe would stop them). A status record can be read only once t
 output before it was (the relay sends them in that order). While it sends, the host
 goes on reading, so a container that is writing cannot stall a large request.
 
-Each frame crosses the engine and the container's shim, so a step sends one write: the
-action, the arming of the freeze after it (the relay asks for the freeze when the
-action's status passes, see ``inbox/relay.py``) and the thaw held since the action
-began.
+On a Linux host the frames take a unix socket between the host and pid 1 instead (see
+:mod:`~intercode.sandbox.docker_link`): :meth:`Stream.await_link` switches the stream to
+it when pid 1 connects, and the attach stream is then kept for the container's stderr
+and its lifetime only. The frames on the socket are the relay's own (no engine framing).
+
+Each frame crosses the engine and the container's shim (on the attach stream), so a
+step sends one write: the action, the arming of the freeze after it (the relay asks for
+the freeze when the action's status passes, see ``inbox/relay.py``) and the thaw held
+since the action began.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 
 from intercode.errors import SandboxError
 from intercode.sandbox.channel import Channel
+from intercode.sandbox.docker_link import Listener
 from intercode.sandbox.inbox import proto
 from intercode.sandbox.inbox.relay import (
     FROM_CTL,
@@ -56,10 +62,16 @@ THAW_FRAME = proto.encode(THAW)
 
 
 class Stream:
-    """One attached container's stream, demultiplexed on demand."""
+    """One attached container's stream, demultiplexed on demand (or, once
+    :meth:`await_link` found pid 1 on the host's socket, that socket)."""
 
-    def __init__(self, sock: socket.socket, first: bytes = b"") -> None:
-        self.sock = sock
+    def __init__(self, sock: socket.socket, first: bytes = b"",
+                 link: Listener | None = None) -> None:
+        self.sock = sock  # what the frames take: the attach stream, or the socket
+        self.attach = sock  # the attach stream (the container's stderr, its stdin's end)
+        self.link = link  # the host's socket until pid 1 connected (or did not)
+        self.linked = False  # whether the frames take the socket
+        self.stdout_seen = False  # whether the container wrote to its stdout
         sock.setblocking(False)
         self.fd = sock.fileno()
         self.stderr = bytearray()  # the end of the container's stderr, for error messages
@@ -120,6 +132,42 @@ class Stream:
             if any(ev & select.POLLIN for _fd, ev in ready.poll()):
                 self.receive()
 
+    def await_link(self, deadline: float) -> None:
+        """Wait (until ``deadline``, monotonic) for pid 1's choice: its connection to the
+        host's socket (then the frames take it), or output on the attach stream (it
+        stayed there: the socket was out of its reach, see ``inbox/link.py``), or the
+        end of the stream. The listener is closed and removed after, either way."""
+        link = self.link
+        if link is None:
+            return
+        try:
+            while not (self.stdout_seen or self.ended):
+                ready = link.wait(self.fd, deadline - time.monotonic())
+                if self.fd in ready:
+                    self.receive()
+                conn = link.take(ready)
+                if conn is not None:
+                    self.sock, self.fd, self.linked = conn, conn.fileno(), True
+                    return
+                if time.monotonic() >= deadline:
+                    return
+        finally:
+            self.link = None
+            link.close()
+
+    def drain_stderr(self) -> None:
+        """Read what the attach stream has now, once the frames take the socket (its
+        stdout carries nothing then; its stderr what the container wrote there)."""
+        while self.linked:
+            try:
+                n = self.attach.recv_into(self._readbuf)
+            except OSError:
+                return
+            if not n:
+                return
+            self._docker += memoryview(self._readbuf)[:n]
+            self._parse()
+
     def receive(self) -> None:
         """Take what the stream has now into the buffers of its channels."""
         while not self.ended:
@@ -133,7 +181,10 @@ class Stream:
             if not n:
                 self._end()
                 break
-            self._docker += memoryview(self._readbuf)[:n]
+            if self.linked:  # the relay's frames as they are
+                self._mux += memoryview(self._readbuf)[:n]
+            else:
+                self._docker += memoryview(self._readbuf)[:n]
             self._parse()
             if n < len(self._readbuf):
                 break  # the socket had no more (no read just to hear "nothing")
@@ -141,7 +192,9 @@ class Stream:
     def _parse(self) -> None:
         for kind, payload in take_frames(self._docker, DOCKER_HEAD):
             if kind == STDOUT:
-                self._mux += payload
+                self.stdout_seen = True
+                if not self.linked:  # (nothing comes there once the frames take the socket)
+                    self._mux += payload
             elif kind == STDERR:
                 self.stderr += payload
                 del self.stderr[:-STDERR_KEEP]

@@ -5,7 +5,9 @@ as the engine hands it to the attached client. That stream is the only channel t
 crosses the virtual machine of Docker Desktop (bind-mounted FIFOs and sockets do not),
 so the supervisor's pipes (the control channel and the shell's action, output and
 status pipes) are multiplexed over it by a relay thread of this process: frames of a
-1-byte channel number, a 4-byte big-endian length and the payload.
+1-byte channel number, a 4-byte big-endian length and the payload. On a Linux host the
+same frames take a unix socket to the host instead, which skips the engine's two hops
+each way (see ``link``); stdin then only tells the relay when the host is gone.
 
 The relay runs in pid 1 itself (a thread), so that the agent, which runs as the same
 user, can neither signal it nor trace it (see ``main``). It never blocks on a pipe
@@ -38,7 +40,7 @@ import sys
 import threading
 import time
 
-from . import freezer, main, newroot, proto
+from . import freezer, link, main, newroot, proto
 
 HEAD = struct.Struct(">BI")
 TO_CTL, TO_ACTION, TO_ARM = 0, 1, 2  # host -> sandbox
@@ -143,9 +145,12 @@ class StatusWatch:
 class Relay:
     """Copies frames of the stream to the pipes and the pipes' bytes to the stream."""
 
-    def __init__(self, stream_in, stream_out, to_box, from_box):
+    def __init__(self, stream_in, stream_out, to_box, from_box, lifeline=None):
         self.stream_in = stream_in
-        self.stream_out = stream_out
+        self.stream_out = stream_out  # the same socket as stream_in, or a pipe of its own
+        # with the host's socket as the stream: stdin, whose end (the host gone, or
+        # closing) ends the sandbox too
+        self.lifeline = lifeline
         self.to_box = to_box  # channel -> write end of a pipe into the sandbox
         self.from_box = from_box  # read end of a pipe out of the sandbox -> channel
         self.output_fd = next(fd for fd, ch in from_box.items() if ch == FROM_OUTPUT)
@@ -163,9 +168,16 @@ class Relay:
         self.eof = False
 
     def run(self):
-        for fd in [self.stream_in, *self.to_box.values(), *self.from_box]:
+        # (a socket that is both ends stays blocking for the writes: it is read only when
+        # the poll says it has bytes)
+        shared = self.stream_in == self.stream_out
+        for fd in [*([] if shared else [self.stream_in]), *self.to_box.values(),
+                   *self.from_box]:
             os.set_blocking(fd, False)
         self.poller.register(self.stream_in, select.POLLIN)
+        if self.lifeline is not None:
+            os.set_blocking(self.lifeline, False)
+            self.poller.register(self.lifeline, select.POLLIN)
         for fd in self.from_box:
             self.poller.register(fd, select.POLLIN)
         while True:
@@ -180,6 +192,8 @@ class Relay:
             for fd in events:
                 if fd == self.stream_in:
                     self._take_stream()
+                elif fd == self.lifeline:
+                    self._watch_lifeline()
                 elif fd in self.pending:
                     self._flush(fd)
                 elif fd != self.output_fd:
@@ -196,15 +210,33 @@ class Relay:
                     os.close(fd)  # the supervisor sees the end of its channel and exits
                 return
 
+    def _watch_lifeline(self):
+        try:
+            ended = not os.read(self.lifeline, CHUNK)  # nothing more is sent on it
+        except BlockingIOError:
+            return
+        except OSError:
+            ended = True
+        if ended:
+            self.poller.unregister(self.lifeline)
+            self.lifeline = None
+            self._end_stream()
+
+    def _end_stream(self):
+        if not self.eof:
+            self.eof = True
+            self.poller.unregister(self.stream_in)
+
     def _take_stream(self):
         try:
             # into a buffer kept for it: a fresh megabyte per read costs an mmap
             n = os.readv(self.stream_in, [self.readbuf])
         except BlockingIOError:
             return
+        except OSError:  # the host's socket reset (the host gone)
+            n = 0
         if not n:
-            self.eof = True
-            self.poller.unregister(self.stream_in)
+            self._end_stream()
             return
         buf = self.inbuf
         buf += memoryview(self.readbuf)[:n]
@@ -313,6 +345,13 @@ def _relay_thread(relay, err_fd):
             os._exit(70)
 
 
+def _fail(stream_out, exc):
+    """Report a failed start as the ready event, and exit."""
+    frame = proto.encode({"ev": "ready", "ok": False, "error": str(exc)})
+    _write_blocking(stream_out, HEAD.pack(FROM_CTL, len(frame)) + frame)
+    sys.exit(1)
+
+
 def boot():
     """Entry point: the configuration frame follows the sources on stdin."""
     stream_in, stream_out, err_fd = _high(os.dup(0)), _high(os.dup(1)), _high(os.dup(2))
@@ -322,11 +361,22 @@ def boot():
     os.close(null)
     os.set_blocking(stream_in, True)
     cfg, data = proto.read_frame(stream_in)
+    lifeline = None
+    spec = cfg.pop("link", None)
+    if spec is not None:  # the host's socket (see link), while pid 1 is still root
+        try:
+            sock = link.connect(spec, _high)
+        except OSError as exc:
+            _fail(stream_out, exc)
+        if sock is not None:
+            lifeline, stream_in = stream_in, sock
+            stream_out = sock
     ctl_in, ctl_out, action, output, status = (_pipe() for _ in range(5))
     cfg["fds"] = {"ctl_in": ctl_in[0], "ctl_out": ctl_out[1], "action_r": action[0],
                   "output_w": output[1], "status_w": status[1]}
     relay = Relay(stream_in, stream_out, {TO_CTL: ctl_in[1], TO_ACTION: action[1]},
-                  {ctl_out[0]: FROM_CTL, output[0]: FROM_OUTPUT, status[0]: FROM_STATUS})
+                  {ctl_out[0]: FROM_CTL, output[0]: FROM_OUTPUT, status[0]: FROM_STATUS},
+                  lifeline)
     root = cfg.pop("root", None)
     program = bytes.fromhex(cfg.pop("seccomp", ""))
     if root is not None or program:
@@ -336,9 +386,7 @@ def boot():
             if program:
                 install_seccomp(program)
         except OSError as exc:
-            frame = proto.encode({"ev": "ready", "ok": False, "error": str(exc)})
-            _write_blocking(stream_out, HEAD.pack(FROM_CTL, len(frame)) + frame)
-            sys.exit(1)
+            _fail(stream_out, exc)
     sys.setswitchinterval(SWITCH_INTERVAL)
     threading.Thread(target=_relay_thread, args=(relay, err_fd), daemon=True).start()
     main.run(cfg, data)
