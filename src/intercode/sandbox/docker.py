@@ -74,7 +74,10 @@ MASKED_PATHS = sorted({
     "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
     "/sys/firmware", "/sys/devices/virtual/powercap",
     *(f"/proc/{n}" for n in (*MASKED_PROC_FILES, *MASKED_PROC_DIRS))})
-SUPERVISOR_MEMORY = 256 * MiB  # the cgroup's room beyond the agent's limit and the tmpfs
+SUPERVISOR_MEMORY = 256 * MiB  # the container's room beyond the agent's cgroup (pid 1's)
+# the agent's cgroup's room beyond its limit and the tmpfs: the supervisor's watchdog
+# enforces the limit first (ten times a second, with its note), the kernel only past this
+AGENT_SLACK = 256 * MiB
 START_TIMEOUT = 60.0
 _swept = False
 
@@ -330,10 +333,11 @@ class DockerSandbox(BwrapSandbox):
                 "ReadonlyRootfs": True,
                 "Tmpfs": tmpfs,
                 "ShmSize": lim.shm,
-                # tmpfs pages count in the container's memory: the agent's limit (which the
-                # supervisor enforces first), its root and /dev/shm, and the supervisor's own
-                "Memory": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
-                "MemorySwap": lim.memory + lim.storage + lim.shm + SUPERVISOR_MEMORY,
+                # tmpfs pages count in the container's memory: the agent's cgroup (its
+                # limit, which the supervisor enforces first, its root and /dev/shm, and a
+                # slack), and the supervisor's own
+                "Memory": self._agent_memory() + SUPERVISOR_MEMORY,
+                "MemorySwap": self._agent_memory() + SUPERVISOR_MEMORY,
                 "PidsLimit": lim.processes + 16,
                 "NanoCpus": int(self.cpus * 1e9),
                 "AutoRemove": True,
@@ -351,6 +355,12 @@ class DockerSandbox(BwrapSandbox):
                             "ReadOnly": True} for name, path in self._etc_files()],
             },
         }
+
+    def _agent_memory(self) -> int:
+        """The agent's memory cgroup (inbox/oomguard.py): its limit, its root's tmpfs and
+        ``/dev/shm`` (tmpfs pages count), and :data:`AGENT_SLACK`."""
+        lim = self.limits
+        return lim.memory + lim.storage + lim.shm + AGENT_SLACK
 
     def _etc_files(self) -> list[tuple[str, Path]]:
         """The generated ``passwd`` and ``group`` (the agent's name), as host files.
@@ -381,12 +391,11 @@ class DockerSandbox(BwrapSandbox):
         # The container's pids cgroup (PidsLimit) bounds each sandbox on its own instead.
         cfg["rlimits"]["processes"] = None
         cfg.pop("confine")  # pid 1 builds its root and drops its privileges (newroot)
-        lim = self.limits
         # the agent's processes get a memory cgroup of their own, the container's less
         # the supervisor's room, so that the OOM killer never picks pid 1 (inbox/oomguard)
         cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
                        "top_level": list(TOP_LEVEL),
-                       "agent_memory": lim.memory + lim.storage + lim.shm}
+                       "agent_memory": self._agent_memory()}
         cfg["seccomp"] = seccomp.program(namespaces=True).hex()
         cfg["epoch_ns"] = EPOCH_NS
         cfg["scratch"] = list(SCRATCH_MOUNTS)
