@@ -26,8 +26,9 @@ use, so pid 1 moves itself to a sibling ``supervisor`` first. Where neither work
 runs and :func:`protect` says why: the OOM killer can then pick pid 1 again.
 """
 
-import fcntl
 import os
+
+from . import proto
 
 AGENT_FD = 9  # where bash (or sh: one digit) finds the procs file, closed at once
 SHELL_JOIN = "{ printf 0 >&%d; } 2>/dev/null; exec %d>&-; " % (AGENT_FD, AGENT_FD)
@@ -105,10 +106,7 @@ def _write(path, text):
 
 
 def _open_procs(path):
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, FIRST_FD)
-    os.close(fd)
-    return high
+    return proto.move_high(os.open(path, os.O_WRONLY | os.O_CLOEXEC), FIRST_FD)
 
 
 def _v1(memory, limit, mount):

@@ -5,6 +5,7 @@ an optional binary blob. This module runs on both sides, so it uses only the
 standard library and syntax that old Python 3 versions accept.
 """
 
+import fcntl
 import json
 import os
 import struct
@@ -12,6 +13,13 @@ import struct
 HEADER = struct.Struct(">II")
 MAX_JSON = 64 * 1024 * 1024
 MAX_BLOB = 2 * 1024 * 1024 * 1024 - 1
+
+
+def move_high(fd, first):
+    """``fd`` moved to a number of at least ``first``, close-on-exec (the original closed)."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, first)
+    os.close(fd)
+    return moved
 
 
 def encode(msg, blob=b""):

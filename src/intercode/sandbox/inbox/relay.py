@@ -60,9 +60,7 @@ SECCOMP_MODE_FILTER = 2
 
 def _high(fd):
     """``fd`` moved to a number of at least :data:`FIRST_FD`, close-on-exec."""
-    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, FIRST_FD)
-    os.close(fd)
-    return moved
+    return proto.move_high(fd, FIRST_FD)
 
 
 def _pipe():
