@@ -273,14 +273,17 @@ def test_fork_bomb_is_contained(fresh):
 def test_background_processes_are_frozen_between_actions(fresh):
     # on docker the freeze after an action is asked by the relay inside the container
     # (armed with the action, sent when its status passes), not by a frame of the host's
-    fresh.run("(i=0; while :; do i=$((i+1)); echo $i > /work/ticks; sleep 0.01; done) & "
-              "sleep 0.2")
+    # the ticker renames a whole file into place: a `>` redirection empties the file first, and
+    # a freeze (or a reader) that lands between the two would see no tick at all
+    fresh.run("(i=0; while :; do i=$((i+1)); echo $i > /work/.t; mv /work/.t /work/ticks; "
+              "sleep 0.01; done) & sleep 0.2")
     time.sleep(0.5)  # the freeze comes a few milliseconds after the action
     first = fresh.hashes(["work/ticks"])
     time.sleep(0.3)
     assert fresh.hashes(["work/ticks"]) == first  # no tick while frozen
-    ticks = fresh.run("cat /work/ticks; sleep 0.2; cat /work/ticks").output.split()
-    assert int(ticks[1]) > int(ticks[0])  # and it runs again during the next action
+    out = fresh.run("cat /work/ticks; sleep 0.2; cat /work/ticks").output
+    ticks = out.split()
+    assert len(ticks) == 2 and int(ticks[1]) > int(ticks[0]), out  # it runs again next action
 
 
 def test_memory_hog_is_stopped(fresh):
