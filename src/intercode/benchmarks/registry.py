@@ -126,9 +126,9 @@ def _ensure_loaded() -> None:
     if _loaded:
         return
     _loaded = True
-    from importlib.metadata import entry_points  # slow to import: only here
+    from intercode.plugins import entry_points_of
 
-    for ep in entry_points(group=GROUP):
+    for ep in entry_points_of(GROUP):
         try:
             for benchmark in _unpack(ep.load()):
                 register(benchmark)
@@ -146,9 +146,9 @@ def register_gym_ids() -> None:
     for benchmark in list(_REGISTRY.values()):  # those registered before Gymnasium loaded
         if benchmark.gym_id not in gym.registry:
             _register_gym(benchmark)
-    from importlib.metadata import entry_points  # slow to import: only here
+    from intercode.plugins import entry_points_of
 
-    for ep in entry_points(group=GROUP):
+    for ep in entry_points_of(GROUP):
         gym_id = f"intercode/{ep.name}-v0"
         if gym_id not in gym.registry:
             gym.register(id=gym_id, entry_point=EnvCreator(ep.name), nondeterministic=False,

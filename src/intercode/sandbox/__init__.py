@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from importlib import import_module
-from importlib.metadata import entry_points
 from typing import Any
 
 from intercode.errors import ConfigError
@@ -29,7 +28,9 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    for ep in entry_points(group=GROUP):
+    from intercode.plugins import entry_points_of
+
+    for ep in entry_points_of(GROUP):
         BACKENDS.setdefault(ep.name, ep.value)
 
 
