@@ -14,6 +14,11 @@ Measures, as medians over many runs:
              process: reset (agent sandbox loads the task), the action, the gold's load and
              run in the second sandbox, the diffs, the hashes, and the rest (host side:
              reward, info, Gymnasium wrappers); tasks over 0.5 s (the walkers) apart
+  cpu        (--cpu) where a gold episode's CPU goes (the gold cached, as a replay run has it;
+             bwrap only): this process's, the sandbox's processes' (its supervisor, the shell
+             and what it starts; read from /proc of this process's descendants), and of that
+             the gold action's commands alone (the shell's `times`); with the episodes per
+             second those figures allow on N cores busy with nothing else (the ceiling)
   start      create, start, load an empty tree and close a sandbox (the whole life)
   upstream   (--sandbox docker) upstream InterCode's design in the same container image: a
              `docker exec` per action, through the engine API (as docker-py's exec_run) and
@@ -247,6 +252,89 @@ def episode_phases() -> dict[str, object]:
     return out
 
 
+def _descendants_cpu_s() -> float:
+    """CPU seconds of this process's descendants, living ones and those they reaped."""
+    import os
+
+    parents: dict[int, tuple[int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+    me, ticks = os.getpid(), 0
+    for pid, (_, cpu) in parents.items():
+        up = pid
+        while up in parents and up not in (me, 0, 1):
+            up = parents[up][0]
+        if up == me and pid != me:
+            ticks += cpu
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _shell_times(text: str) -> float:
+    """The children's user + system seconds from bash's `times`."""
+    import re
+
+    values = [int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", text)]
+    return values[2] + values[3] if len(values) == 4 else 0.0
+
+
+def episode_cpu(cores: int) -> dict[str, object]:
+    """Mean CPU per gold episode of nl2bash (the tasks under 0.5 s), split by phase."""
+    from intercode.envs.bash import BashEnv
+
+    env = BashEnv("nl2bash", backend="bwrap")
+    env.warm_up()
+    phases = ("reset", "action", "submit")
+    host = dict.fromkeys(phases, 0.0)
+    boxes = dict.fromkeys(phases, 0.0)
+    commands, count, slow = 0.0, 0, []
+    try:
+        for index in range(len(env.dataset)):  # the first pass fills the gold cache
+            env.reset(options={"task": index})
+            env.step(env.task.gold)
+            env.step("submit")
+        for index in range(len(env.dataset)):
+            start, spent = time.perf_counter(), {}
+            for phase in phases:
+                box0, host0 = _descendants_cpu_s(), time.process_time()
+                if phase == "reset":
+                    env.reset(options={"task": index})
+                    before = _shell_times(env.step("times")[0])
+                elif phase == "action":
+                    env.step(env.task.gold)
+                    ran = _shell_times(env.step("times")[0]) - before
+                else:
+                    env.step("submit")
+                spent[phase] = (time.process_time() - host0, _descendants_cpu_s() - box0)
+            if time.perf_counter() - start > 0.5:
+                slow.append(index)
+                continue
+            for phase, (h, b) in spent.items():
+                host[phase] += h
+                boxes[phase] += b
+            commands += ran
+            count += 1
+    finally:
+        env.close()
+    per = {p: {"host_ms": 1000 * host[p] / count, "sandbox_ms": 1000 * boxes[p] / count}
+           for p in phases}
+    total = sum(v["host_ms"] + v["sandbox_ms"] for v in per.values())
+    # the two `times` calls per episode are the bench's, not the episode's: their cost is
+    # in the figures above (about a shell round trip each), a little over the true cost
+    out: dict[str, object] = {
+        "episodes": count, "slow_tasks": slow, "phases": per,
+        "episode_cpu_ms": total,
+        "of_which_gold_commands_ms": 1000 * commands / count,
+        "of_which_the_rest_ms": total - 1000 * commands / count,
+        f"ceiling_episodes_per_s_on_{cores}_cores": 1000 * cores / total,
+    }
+    return out
+
+
 def gold_replay(workers: int) -> dict[str, float]:
     summary, wall, recs = timed_run(env="bash", dataset="nl2bash", agent="gold",
                                     workers=workers, sandbox=SANDBOX)
@@ -266,11 +354,20 @@ def main() -> int:
     parser.add_argument("--skip-replay", action="store_true")
     parser.add_argument("--phases", action="store_true",
                         help="only the per-phase profile of gold episodes")
+    parser.add_argument("--cpu", action="store_true",
+                        help="only where a gold episode's CPU goes (bwrap)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--sandbox", choices=["bwrap", "docker"], default="bwrap")
     args = parser.parse_args()
     global SANDBOX
     SANDBOX = args.sandbox
+    if args.cpu:
+        cpu = episode_cpu(args.workers)
+        for name, value in cpu.items():
+            print(f"{name:40s} {value}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(cpu, indent=2) + "\n")
+        return 0
     if args.phases:
         phases = episode_phases()
         for name, value in phases.items():
