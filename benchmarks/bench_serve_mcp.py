@@ -17,11 +17,15 @@ One server (bash, bash-demo) in a subprocess on a free loopback port, then:
              loop (what waiting for the sandbox there, with no worker thread, would cost);
              and
              execute inline and in a worker thread (p50/p99, CPU per call)
-  layers     one client's `execute("true")` (p50/p99): in process, over HTTP with a plain
-             synchronous client (httpx2; the server's side), with a lean one (the standard
-             library's http.client), with the SDK's client; a bare JSON-over-HTTP endpoint
-             (starlette + uvicorn) with both plain clients (the HTTP floor). --repeat K runs
-             it K times, alternating, and reports the median of each layer's p50s.
+  layers     one client's `execute("true")` (p50/p99): in process (back to back, and
+             paced: each call after a pause of PACE_S, about one call over HTTP, as an MCP
+             client's calls come), over HTTP with a plain synchronous client (httpx2; the
+             server's side), with a lean one (the standard library's http.client), with
+             the SDK's client; a bare JSON-over-HTTP endpoint (starlette + uvicorn) with both
+             plain clients (the HTTP floor). --repeat K runs it K times, alternating, and
+             reports the median of each layer's p50s. The overhead is taken against the
+             back-to-back step (the issue's measure) and against the paced one: a step costs
+             more after a pause (the sandbox's shell has gone idle), in process too.
 Everything is bounded: each call has a time-out, the server is killed at the end.
 --phases picks phases (e.g. --phases layers for the before/after of a change).
 """
@@ -55,6 +59,7 @@ from intercode.datasets import load_dataset
 
 DATASET = "bash-demo"
 CALL_TIMEOUT = 60.0
+PACE_S = 0.001  # the pause before each paced in-process step
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -320,8 +325,9 @@ EXECUTE = {"jsonrpc": "2.0", "method": "tools/call",
 PING = {"jsonrpc": "2.0", "method": "ping"}
 
 
-def inproc_true(calls: int) -> list[float]:
-    """``Session.execute("true")`` in this process: the floor of an MCP step."""
+def inproc_true(calls: int, pause: float = 0.0) -> list[float]:
+    """``Session.execute("true")`` in this process: the floor of an MCP step (each call
+    after ``pause`` seconds of sleep, if given)."""
     from intercode.serve.sessions import ServeConfig, SessionPool
 
     pool = SessionPool(ServeConfig(env="bash", dataset=DATASET, max_sessions=1, warm=1))
@@ -330,6 +336,8 @@ def inproc_true(calls: int) -> list[float]:
         session.reset(task=0)
         samples = []
         for _ in range(calls):
+            if pause:
+                time.sleep(pause)
             began = time.perf_counter()
             session.execute("true")
             samples.append((time.perf_counter() - began) * 1000)
@@ -362,7 +370,8 @@ def http_floor(calls: int) -> dict[str, list[float]]:
 
 
 def layers_once(url: str, calls: int) -> dict[str, list[float]]:
-    out = {"inproc_execute": inproc_true(calls), **http_floor(calls)}
+    out = {"inproc_execute": inproc_true(calls),
+           "inproc_execute_paced": inproc_true(calls, PACE_S), **http_floor(calls)}
     out["raw_ping"] = raw_rpc(url, calls, PING)
     out["raw_execute"] = raw_rpc(url, calls, EXECUTE)
     out["lean_execute"] = lean_rpc(url, calls, EXECUTE)
@@ -387,7 +396,10 @@ def layers(url: str, calls: int, repeat: int = 1) -> dict[str, Any]:
         "of_which_plain_http": out["http_floor"]["p50_ms"],
         "server_with_lean_client": round(out["lean_execute"]["p50_ms"] - base, 2),
         "of_which_lean_http": out["http_floor_lean"]["p50_ms"],
-        "sdk_client": round(out["sdk_execute"]["p50_ms"] - base, 2)}
+        "sdk_client": round(out["sdk_execute"]["p50_ms"] - base, 2),
+        # against the step paced as MCP calls come (see the module's docstring)
+        "server_with_lean_client_vs_paced_step": round(
+            out["lean_execute"]["p50_ms"] - out["inproc_execute_paced"]["p50_ms"], 2)}
     return out
 
 
