@@ -11,6 +11,7 @@ bounded, replies are only claims, the judge loads no code on the agent's word).
 from __future__ import annotations
 
 import pytest
+from backends import backends, need
 
 from intercode.envs.python import PythonEnv
 
@@ -272,17 +273,25 @@ print("spares", out)
 '''
 
 
-def test_the_next_episodes_interpreter_cannot_be_poisoned_through_the_spare(env):
+@pytest.mark.parametrize("backend", backends())
+def test_the_next_episodes_interpreter_cannot_be_poisoned_through_the_spare(backend):
     """The spare interpreter is forked while the agent's processes run, survives the
     reset and serves the next episode. It was dumpable: an agent wrote into its memory
     (the next episode's ``1 + 1`` was ``3``), and could trace it or take its descriptors
     (the supervisor's own, before it closed them). Now it is not dumpable until it is
-    handed its episode."""
-    env.reset(options={"task": 0})
-    out = env.step(POISON_SPARE)[0]
-    assert "spares [" in out and "mem-" in out, out
-    assert "mem-written" not in out and "fds-taken" not in out and "ptrace-ok" not in out, out
-    env.reset(options={"task": 1})
-    assert env.step("1 + 1")[0] == "2\n"
-    assert env.step("import os; open('/proc/self/status').read().count('\\n') > 5")[0] \
-        == "True\n"
+    handed its episode (both backends: Docker's spare was written the same way)."""
+    need(backend)
+    env = PythonEnv("mbpp", backend=backend)
+    try:
+        env.reset(options={"task": 0})
+        env.step("import time; time.sleep(0.2)")  # the spare is forked after the reset
+        out = env.step(POISON_SPARE)[0]
+        assert "spares [" in out and "mem-" in out, out
+        assert "mem-written" not in out and "fds-taken" not in out \
+            and "ptrace-ok" not in out, out
+        env.reset(options={"task": 1})
+        assert env.step("1 + 1")[0] == "2\n"
+        # handed its episode, it is dumpable like any program (PR_GET_DUMPABLE)
+        assert env.step("__import__('ctypes').CDLL(None).prctl(3, 0, 0, 0, 0)")[0] == "1\n"
+    finally:
+        env.close()
