@@ -41,6 +41,16 @@ def kind_of(mode):
     return None
 
 
+ENTRY_OVERHEAD = 256  # bytes a kept entry costs besides its payload (its tuple, its path)
+
+
+def held_size(value):
+    """What the supervisor's memory holds for a state's value ``(kind, mode, mtime,
+    payload)``: the payload (a file's bytes, a link's target) and the entry."""
+    payload = value[3]
+    return ENTRY_OVERHEAD + (len(payload) if payload else 0)
+
+
 class Tree(hashing.Hashing):
     """One writable root and the pristine state it returns to at every restore."""
 
@@ -156,16 +166,18 @@ class Tree(hashing.Hashing):
 
     # -- snapshots ---------------------------------------------------------------------
 
-    def snapshot(self, previous=None):
+    def snapshot(self, previous=None, budget=None):
         """The whole tree now as a pristine state ``{rel: (kind, mode, mtime, payload)}``,
         and what it read (pass it as ``previous`` to the next snapshot).
 
         Entries unchanged since the last restore share the pristine state's values, and
         entries unchanged since ``previous`` share its values (only changed files are
-        read and kept), so a snapshot costs the changes, not the tree.
+        read and kept), so a snapshot costs the changes, not the tree. ``budget``: the
+        bytes it may keep of what it reads (:func:`held_size`), else ``MemoryError``.
         """
         previous = previous or {}
         state, reads = {}, {}
+        kept = 0
         now = time.time_ns()
         grants = fsops.Grants()
         try:
@@ -186,6 +198,9 @@ class Tree(hashing.Hashing):
                 state[rel] = value
                 if value is not want:
                     reads[rel] = (st.st_ino, st.st_ctime_ns, now, value)
+                    kept += held_size(value)
+                    if budget is not None and kept > budget:
+                        raise MemoryError("the snapshot needs more than %d bytes" % budget)
         finally:
             grants.revert()
         return state, reads
