@@ -246,3 +246,45 @@ def test_a_held_copy_reported_with_an_absurd_pid_is_a_snapshot_error():
         assert "2" in env.step("print(1 + 1)")[0]  # the episode goes on
     finally:
         env.close()
+
+
+# A background process maps a file shared and writable and writes it once (the write
+# fault sets the file's ctime; the page stays writable), then, after the snapshot, writes
+# it again through the same mapping: no fault, so no new ctime. ``undumpable``: the
+# process hides its mappings from the supervisor (``PR_SET_DUMPABLE`` 0).
+MMAP_WRITER = r'''cat > /tmp/w.py <<'P'
+import ctypes, mmap, os, sys, time
+if sys.argv[1] == "undumpable":
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+fd = os.open("/tmp/f", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"AAAA")
+m = mmap.mmap(fd, 4)
+m[0:4] = b"AAAA"
+while not os.path.exists("/tmp/go"):
+    time.sleep(0.01)
+m[0:4] = b"BBBB"
+open("/tmp/done", "w").close()
+time.sleep(1e6)
+P
+python3 /tmp/w.py %s & sleep 0.5; cat /tmp/f'''
+
+
+@pytest.mark.parametrize("mode", ["dumpable", "undumpable"])
+def test_a_write_through_a_live_mapping_does_not_survive_a_restore(mode):
+    """A restore trusted every file the snapshot had read whose inode and ctime were
+    unchanged (neither compared nor written again); a write through a shared mapping
+    made before the snapshot changes neither, so a change made after the snapshot (a
+    solve in another branch) survived the restore to it. The files mapped shared and
+    writable when the snapshot is taken are now never trusted, and all are when a
+    process's mappings cannot be read."""
+    env = make("bash")
+    try:
+        assert env.step(MMAP_WRITER % mode)[0] == "AAAA"
+        snap = env.snapshot()
+        out = env.step("touch /tmp/go; until [ -e /tmp/done ]; do sleep 0.05; done; "
+                       "cat /tmp/f")[0]
+        assert out == "BBBB", out
+        env.restore(snap)
+        assert env.step("cat /tmp/f")[0].startswith("AAAA")
+    finally:
+        env.close()

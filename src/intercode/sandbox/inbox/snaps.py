@@ -78,6 +78,28 @@ class Snapshots:
                     held += tree.held_size(value)
         return budget - held
 
+    def mapped_writable(self):
+        """``{(st_dev, st_ino)}`` of the files the sandbox's processes have mapped shared
+        and writable (see ``Tree.snapshot``), or ``None`` if a process's mappings cannot
+        be read (an agent's process may make itself not dumpable). The spare is left
+        out: a fork of ours, not dumpable, running none of the agent's code."""
+        spare = () if self.shell.spare is None else (self.shell.spare[0],)
+        found = set()
+        for pid in shell.live_pids({1, os.getpid(), *spare}):
+            try:
+                maps = shell.proc_read("%d/maps" % pid)
+            except OSError:
+                if parent_of(pid) is None:
+                    continue  # gone meanwhile
+                return None
+            for line in maps.splitlines():
+                fields = line.split(None, 5)
+                # address perms offset dev inode [path]: shared ("s") and writable ("w")
+                if len(fields) >= 5 and fields[1][1:2] == b"w" and fields[1][3:4] == b"s":
+                    major, _, minor = fields[3].partition(b":")
+                    found.add((os.makedev(int(major, 16), int(minor, 16)), int(fields[4])))
+        return found
+
     def background(self):
         """How many processes run besides the shell, the spare and the held copies."""
         spare = () if self.shell.spare is None else (self.shell.spare[0],)
@@ -124,7 +146,7 @@ class Snapshots:
         self.tree_snaps.pop(int(msg["id"]), None)
         try:
             self.tree_snaps[int(msg["id"])] = self.tree.snapshot(
-                previous[1] if previous else None, self.snapshot_budget())
+                previous[1] if previous else None, self.snapshot_budget(), self.mapped_writable)
             self.last_snap = int(msg["id"])
         except MemoryError:  # the agent's files do not fit in the supervisor's memory
             return {"refused": "the sandbox's files are too large to keep a copy"}, b""
