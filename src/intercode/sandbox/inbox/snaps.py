@@ -82,10 +82,11 @@ class Snapshots:
         """``{(st_dev, st_ino)}`` of the files the sandbox's processes have mapped shared
         and writable (see ``Tree.snapshot``), or ``None`` if a process's mappings cannot
         be read (an agent's process may make itself not dumpable). The spare is left
-        out: a fork of ours, not dumpable, running none of the agent's code."""
+        out, as are the held interpreters: not dumpable, running none of the agent's code
+        (see ``pyrepl.child_setup``, ``pyhold``)."""
         spare = () if self.shell.spare is None else (self.shell.spare[0],)
         found = set()
-        for pid in shell.live_pids({1, os.getpid(), *spare}):
+        for pid in shell.live_pids({1, os.getpid(), *spare, *self.held}):
             try:
                 maps = shell.proc_read("%d/maps" % pid)
             except OSError:
