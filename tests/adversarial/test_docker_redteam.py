@@ -13,6 +13,7 @@ import platform
 import pytest
 from backends import need
 
+from intercode.errors import SnapshotError
 from intercode.sandbox import create_sandbox
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.limits import Limits
@@ -519,5 +520,50 @@ def test_the_agent_cannot_starve_the_golds_sandbox_of_processes(backend):
         assert "held" in str(observation)
         evaluation = env.evaluate()
         assert evaluation.info["gold_exit_code"] == 0, evaluation.info
+    finally:
+        env.close()
+
+
+# -- the supervisor's memory: snapshots of the agent's files ---------------------------
+
+# HOLE: the supervisor keeps tree snapshots (the changed files' bytes) in its own memory,
+# which counts in the container's cgroup beside the agent's, with 256 MiB of room. An
+# agent that filled its tmpfs (500 MiB) and its memory limit (20 processes of 85 MiB,
+# under the watchdog's 2 GiB) made a fork (the snapshot exported whole: joined, then
+# framed) cost the supervisor about 1.4 GB: the kernel's OOM killer picked pid 1 (the
+# largest process) and the host saw SandboxError("sandbox supervisor exited"), an
+# infrastructure error. Now the snapshots pid 1 keeps have a budget (one copy of the
+# agent's file systems), exports are written without a joined copy, and the container
+# has room for both.
+def test_snapshots_of_a_full_sandbox_never_get_the_supervisor_oom_killed():
+    from intercode import testing
+    from intercode.envs.bash import BashEnv
+
+    need("docker")
+    env = BashEnv(testing.small_dataset("bash"), backend="docker")
+    try:
+        env.reset(options={"task": 0})
+        agent = env.unwrapped._sandbox("agent")
+        out = agent.run(
+            "head -c 500M /dev/zero > /big; export S=85; for i in $(seq 20); do python3 -c "
+            "'import os, time; b = bytearray(int(os.environ[\"S\"]) << 20); "
+            "b[::4096] = b\"x\" * len(b[::4096]); print(\"up\", flush=True); "
+            "time.sleep(1e6)' & done; until [ $(jobs -r | wc -l) = 20 ]; do sleep 0.2; done; "
+            "sleep 2; echo ready", timeout=120).output
+        assert out.rstrip().endswith("ready") and out.count("up") == 20, out
+        snap = env.snapshot()
+        fork = env.fork()
+        try:
+            assert fork.step("wc -c < /big")[0].split()[0] == "524288000"
+        finally:
+            fork.close()
+        assert env.step("echo alive")[0] == "alive\n"
+        # another 500 MiB of changes: a second copy is past the budget, refused cleanly
+        env.step("head -c 500M /dev/zero | tr '\\0' a > /big; echo done")
+        with pytest.raises(SnapshotError, match="refused"):
+            env.snapshot()
+        assert env.step("echo alive")[0] == "alive\n"
+        env.restore(snap)
+        assert env.step("head -c 3 /big | od -An -c")[0].split()[:3] == ["\\0"] * 3
     finally:
         env.close()

@@ -11,6 +11,7 @@ bounded, replies are only claims, the judge loads no code on the agent's word).
 from __future__ import annotations
 
 import pytest
+from backends import backends, need
 
 from intercode.envs.python import PythonEnv
 
@@ -239,3 +240,58 @@ def test_output_past_the_capture_does_not_garble_the_reply(env):
              "    os.write(1, b'partial line')\n    return _ic_gold(*a)\n")
     reward, info = score(env, env.task.gold, extra)
     assert reward == 1.0 and info["all_pass"]
+
+
+# Runs in the agent's interpreter: every process the supervisor forked besides this one
+# (the warm spare that serves the next episode) is traced, its memory written (the small
+# int 2 made 3: CPython's small ints sit at the same address in every fork of the
+# supervisor) and its descriptors taken (``pidfd_getfd``); each outcome is printed.
+POISON_SPARE = r'''
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {"x86_64": (434, 438), "aarch64": (434, 438)}[os.uname().machine]
+me, out = os.getpid(), []
+for n in os.listdir("/proc"):
+    if not n.isdigit() or int(n) in (1, me):
+        continue
+    st = open("/proc/%s/stat" % n).read()
+    if int(st[st.rfind(")") + 2:].split()[1]) != 1:
+        continue
+    pid = int(n)
+    try:
+        with open("/proc/%d/mem" % pid, "r+b", buffering=0) as m:
+            m.seek(id(2) + 24)
+            m.write((3).to_bytes(4, "little"))
+        out.append("mem-written")
+    except OSError as e:
+        out.append("mem-" + (os.strerror(e.errno) if e.errno else str(e)))
+    pidfd = libc.syscall(NR[0], pid, 0)
+    taken = [fd for fd in range(256) if pidfd >= 0 and libc.syscall(NR[1], pidfd, fd, 0) >= 0]
+    out.append("fds-taken:%s" % taken if taken else "fds-none")
+    out.append("ptrace-ok" if libc.ptrace(16, pid, 0, 0) == 0 else "ptrace-refused")
+print("spares", out)
+'''
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_the_next_episodes_interpreter_cannot_be_poisoned_through_the_spare(backend):
+    """The spare interpreter is forked while the agent's processes run, survives the
+    reset and serves the next episode. It was dumpable: an agent wrote into its memory
+    (the next episode's ``1 + 1`` was ``3``), and could trace it or take its descriptors
+    (the supervisor's own, before it closed them). Now it is not dumpable until it is
+    handed its episode (both backends: Docker's spare was written the same way)."""
+    need(backend)
+    env = PythonEnv("mbpp", backend=backend)
+    try:
+        env.reset(options={"task": 0})
+        env.step("import time; time.sleep(0.2)")  # the spare is forked after the reset
+        out = env.step(POISON_SPARE)[0]
+        assert "spares [" in out and "mem-" in out, out
+        assert "mem-written" not in out and "fds-taken" not in out \
+            and "ptrace-ok" not in out, out
+        env.reset(options={"task": 1})
+        assert env.step("1 + 1")[0] == "2\n"
+        # handed its episode, it is dumpable like any program (PR_GET_DUMPABLE)
+        assert env.step("__import__('ctypes').CDLL(None).prctl(3, 0, 0, 0, 0)")[0] == "1\n"
+    finally:
+        env.close()

@@ -246,3 +246,94 @@ def test_a_held_copy_reported_with_an_absurd_pid_is_a_snapshot_error():
         assert "2" in env.step("print(1 + 1)")[0]  # the episode goes on
     finally:
         env.close()
+
+
+# A background process maps a file shared and writable and writes it once (the write
+# fault sets the file's ctime; the page stays writable), then, after the snapshot, writes
+# it again through the same mapping: no fault, so no new ctime. ``undumpable``: the
+# process hides its mappings from the supervisor (``PR_SET_DUMPABLE`` 0).
+MMAP_WRITER = r'''cat > /tmp/w.py <<'P'
+import ctypes, mmap, os, sys, time
+if sys.argv[1] == "undumpable":
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+fd = os.open("/tmp/f", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"AAAA")
+m = mmap.mmap(fd, 4)
+m[0:4] = b"AAAA"
+while not os.path.exists("/tmp/go"):
+    time.sleep(0.01)
+m[0:4] = b"BBBB"
+open("/tmp/done", "w").close()
+time.sleep(1e6)
+P
+python3 /tmp/w.py %s & sleep 0.5; cat /tmp/f'''
+
+
+@pytest.mark.parametrize("mode", ["dumpable", "undumpable"])
+def test_a_write_through_a_live_mapping_does_not_survive_a_restore(mode):
+    """A restore trusted every file the snapshot had read whose inode and ctime were
+    unchanged (neither compared nor written again); a write through a shared mapping
+    made before the snapshot changes neither, so a change made after the snapshot (a
+    solve in another branch) survived the restore to it. The files mapped shared and
+    writable when the snapshot is taken are now never trusted, and all are when a
+    process's mappings cannot be read."""
+    env = make("bash")
+    try:
+        assert env.step(MMAP_WRITER % mode)[0] == "AAAA"
+        snap = env.snapshot()
+        out = env.step("touch /tmp/go; until [ -e /tmp/done ]; do sleep 0.05; done; "
+                       "cat /tmp/f")[0]
+        assert out == "BBBB", out
+        env.restore(snap)
+        assert env.step("cat /tmp/f")[0].startswith("AAAA")
+    finally:
+        env.close()
+
+
+# Run in the agent's interpreter after the snapshot: the later "solve" (``f`` returning
+# "new", in a file the restore removes) is pushed into the held copy of the snapshot.
+FIND_HELD = ("import os, signal, time\nme = os.getpid()\n"
+             "held = [int(n) for n in os.listdir('/proc') if n.isdigit() and int(n) != me\n"
+             "        and open('/proc/%s/stat' % n).read().rsplit(')', 1)[1].split()[1]"
+             " == str(me)]\n")
+INTO_HELD = {
+    # a handler of the agent's, inherited by the copy, runs its code there
+    "a signal handler": FIND_HELD + "for p in held: os.kill(p, signal.SIGUSR2)\n",
+    # the copy was dumpable: its memory written (the small int 2 made 3)
+    "its memory": FIND_HELD + "for p in held:\n"
+                  "    try:\n"
+                  "        with open('/proc/%d/mem' % p, 'r+b', buffering=0) as m:\n"
+                  "            m.seek(id(2) + 24); m.write((3).to_bytes(4, 'little'))\n"
+                  "    except OSError: pass\n",
+    # the agent's own SIGUSR1 resumed it (then the handler of the new interpreter ran)
+    "a resume of its own": FIND_HELD + "for p in held: os.kill(p, signal.SIGUSR1)\n"
+                           "time.sleep(0.2)\n"
+                           "for n in os.listdir('/proc'):\n"
+                           "    if n.isdigit() and int(n) not in (1, me):\n"
+                           "        try: os.kill(int(n), signal.SIGUSR2)\n"
+                           "        except OSError: pass\n",
+}
+
+
+@pytest.mark.parametrize("way", sorted(INTO_HELD))
+def test_a_later_state_cannot_be_pushed_into_a_held_interpreter(way):
+    """The held copy of a Python snapshot ran the agent's code before the restore (a
+    signal handler it inherited) and could be traced or written (it was dumpable): the
+    restore of the snapshot then gave a later state (``f()`` was ``'new'``). The copy now
+    ignores every signal but the supervisor's SIGUSR1, collects no garbage and is not
+    dumpable until it is resumed."""
+    env = make("python")
+    try:
+        env.step("def f():\n    return 'old'\n")
+        env.step("import signal\nsignal.signal(signal.SIGUSR2, lambda *a: exec(\n"
+                 "    open('/tmp/sol.py').read(), globals()))")
+        snap = env.snapshot()
+        env.step("open('/tmp/sol.py', 'w').write(\"def f():\\n    return 'new'\\n\")")
+        env.step(INTO_HELD[way] + "time.sleep(0.3)\nprint(held)")
+        env.restore(snap)
+        assert env.step("f()")[0] == "'old'\n"
+        assert env.step("1 + 1")[0] == "2\n"
+        # the agent's own handlers are the restored interpreter's again
+        assert env.step("signal.getsignal(signal.SIGUSR2) is not signal.SIG_DFL")[0] == "True\n"
+    finally:
+        env.close()

@@ -651,8 +651,10 @@ class BwrapSandbox(base.Sandbox):
         if type(other) is not type(self):
             raise SnapshotError("a snapshot is copied only between bubblewrap sandboxes")
         reply, data = self._request({"op": "tree_export", "id": ident})
-        other._request({"op": "tree_import", "id": other_ident, "entries": reply["entries"]},
-                       data)
+        reply, _ = other._request({"op": "tree_import", "id": other_ident,
+                                   "entries": reply["entries"]}, data)
+        if reply.get("refused"):
+            raise SnapshotError(f"the snapshot was refused: {reply['refused']}")
 
     def hold(self) -> int:
         """Fork a held copy of the interpreter (registered by the next tree snapshot)."""

@@ -83,9 +83,9 @@ class Freezer:
     def _idle(self):
         idle = {self.shell.pid: shell.ACTION_FD}
         if self.shell.spare is not None:
-            idle[self.shell.spare[0]] = None
-        for pid in self.held:  # held interpreters wait in read (see pyhold)
-            idle[pid] = None
+            idle[self.shell.spare[0]] = shell.ASLEEP
+        for pid in self.held:  # held interpreters wait in sigwaitinfo (see pyhold)
+            idle[pid] = shell.ASLEEP
         return idle
 
     def step(self):

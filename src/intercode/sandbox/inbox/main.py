@@ -143,7 +143,7 @@ class Supervisor(snaps.Snapshots):
         except Exception as exc:  # every failure goes back to the host as data
             reply, out_blob = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}, b""
         reply["ms"] = (time.perf_counter() - started) * 1000.0
-        proto.write_all(self.ctl_out, proto.encode(reply, out_blob))
+        proto.write_frame(self.ctl_out, reply, out_blob)
 
     def watch(self):
         """Enforce the sandbox-wide limits that no rlimit covers.
@@ -310,7 +310,7 @@ class Supervisor(snaps.Snapshots):
 
     def op_capture(self, msg, blob):
         entries, skipped = self.tree.capture()
-        meta, data = proto.pack_entries(entries)
+        meta, data = proto.pack_entries(entries, joined=False)
         return {"entries": meta, "skipped": skipped}, data
 
     def op_run(self, msg, blob):

@@ -28,6 +28,22 @@ def encode(msg, blob=b""):
     return HEADER.pack(len(body), len(blob)) + body + blob
 
 
+class Parts(list):
+    """A blob in pieces (the files of a tree), written one after another: never joined
+    into one copy in the supervisor's memory (see :func:`write_frame`)."""
+
+
+def write_frame(fd, msg, blob=b""):
+    """Write one frame to a blocking descriptor; ``blob`` may be :class:`Parts`."""
+    if not isinstance(blob, Parts):
+        write_all(fd, encode(msg, blob))
+        return
+    body = json.dumps(msg, separators=(",", ":")).encode("utf-8")
+    write_all(fd, HEADER.pack(len(body), sum(len(p) for p in blob)) + body)
+    for part in blob:
+        write_all(fd, part)
+
+
 def write_all(fd, data):
     """Write all of ``data`` to a blocking file descriptor."""
     view = memoryview(data)
@@ -80,11 +96,11 @@ class FrameBuffer:
         return frames
 
 
-def pack_entries(entries):
+def pack_entries(entries, joined=True):
     """Serialise tree entries ``(path, kind, mode, mtime_ns, payload)`` to (json list, blob).
 
     ``payload`` is the file content (bytes) for kind ``f``, the link target (str) for
-    ``l`` and ``None`` for ``d``.
+    ``l`` and ``None`` for ``d``. ``joined=False``: the blob as :class:`Parts`.
     """
     meta = []
     parts = []
@@ -96,7 +112,7 @@ def pack_entries(entries):
             meta.append([path, kind, mode, mtime_ns, payload])
         else:
             meta.append([path, kind, mode, mtime_ns, None])
-    return meta, b"".join(parts)
+    return meta, (b"".join(parts) if joined else Parts(parts))
 
 
 def unpack_entries(meta, blob):

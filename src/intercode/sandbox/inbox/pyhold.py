@@ -1,9 +1,11 @@
 """Held copies of the Python interpreter: the execution state of a snapshot.
 
-On a ``hold`` request the interpreter forks; the copy waits, using no CPU, in ``read``
-on a private pipe that only its own signal handler writes to (``set_wakeup_fd``). Each
-``SIGUSR1`` (sent by the supervisor, see ``snaps``, once the interpreter that made the
-copy is dead, so that the copy's parent is the supervisor) makes it fork a new
+On a ``hold`` request the interpreter forks; the copy waits, using no CPU, in
+``sigwaitinfo`` for a ``SIGUSR1``, and runs nothing of the agent's meanwhile (see
+:func:`_quiet`: an agent that ran code in it, through a signal handler of its own, carried
+a later state into the restore of the snapshot). Each ``SIGUSR1`` the supervisor sends
+(see ``snaps``; one from anyone else is ignored), once the interpreter that made the
+copy is dead, so that the copy's parent is the supervisor, makes it fork a new
 interpreter that is the supervisor's child, and wait again: a held copy is restored
 any number of times. The new interpreter returns from :func:`hold` with ``None`` and
 goes on serving actions with the namespace, the directory and everything else as
@@ -25,6 +27,7 @@ id). It also leaves ``os.register_at_fork`` hooks unrun, so that ``random`` is n
 reseeded: a restored interpreter's random state is the snapshot's.
 """
 
+import gc
 import os
 import signal
 import sys
@@ -32,6 +35,7 @@ import sys
 _raw = []  # libc's fork, called with the GIL held (ctypes.PyDLL); empty: not loaded yet
 _clone = []  # see _clone_setup; [None]: unusable here; empty: not looked at yet
 CLONE_PARENT = 0x00008000
+PR_SET_DUMPABLE = 4
 CLONE_SYSCALL = {"x86_64": 56, "aarch64": 220}  # clone's flags are its first argument on both
 # where glibc keeps a thread's kernel id in its thread descriptor (``struct pthread``)
 TID_OFFSETS = {"x86_64": 0x2D0, "aarch64": 0xD0}
@@ -136,15 +140,12 @@ def _sibling():
     return pid
 
 
-def _ignore(*_args):
-    pass
-
-
 def hold(flush):
     """Fork a held copy: its pid in the interpreter, ``None`` in a resumed copy."""
     flush()
     if not _clone:  # found once, inherited by the copies (same memory layout)
         _clone.append(_clone_setup())
+    supervisor = os.getppid()  # the interpreter is the supervisor's child (or adopted by it)
     # blocked until the copy handles it: a restore may signal it at once
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     pid = _fork()
@@ -152,33 +153,77 @@ def hold(flush):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
         return pid
     try:
-        _wait(signal.getsignal(signal.SIGINT))
+        _wait(supervisor)
     except BaseException:
         os._exit(1)
     return None
 
 
-def _wait(sigint):
-    """The held copy's loop; returns in a new interpreter."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    r, w = os.pipe2(os.O_CLOEXEC)
-    os.set_blocking(w, False)
-    signal.set_wakeup_fd(w)
-    signal.signal(signal.SIGUSR1, _ignore)
+def _dumpable(on):
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1 if on else 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _quiet():
+    """Make the held copy run nothing of the agent's until a restore: not dumpable (no
+    process of the agent may trace it or write its memory), every signal ignored (a
+    handler the agent installed would run its code), no garbage collection (a
+    finalizer would). Returns what :func:`_wake` puts back."""
+    _dumpable(False)
+    collecting = gc.isenabled()
+    gc.disable()
+    handlers = {}
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGUSR1):
+            continue
+        try:
+            handlers[sig] = signal.getsignal(sig)
+            # SIGCHLD ignored would reap the children _orphan waits for
+            signal.signal(sig, signal.SIG_DFL if sig == signal.SIGCHLD else signal.SIG_IGN)
+        except (OSError, ValueError):
+            handlers.pop(sig, None)
+    return collecting, handlers, signal.set_wakeup_fd(-1)
+
+
+def _wake(saved):
+    """In the new interpreter: the agent's handlers, collection and dumpability back."""
+    collecting, handlers, wakeup = saved
+    for sig, handler in handlers.items():
+        if handler is not None:
+            try:
+                signal.signal(sig, handler)
+            except (OSError, ValueError):
+                pass
+    if wakeup >= 0:
+        try:
+            signal.set_wakeup_fd(wakeup)
+        except (OSError, ValueError):
+            pass
+    if collecting:
+        gc.enable()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+    _dumpable(True)
+
+
+def _wait(supervisor):
+    """The held copy's loop; returns in a new interpreter. Only a SIGUSR1 sent by the
+    ``supervisor`` counts (the agent, the same user, may signal the copy too: it then
+    resumed it into its own state, see :func:`_quiet`)."""
+    saved = _quiet()
     while True:
-        data = os.read(r, 64)
-        for _ in range(data.count(bytes([signal.SIGUSR1]))):
-            pid = _sibling()
-            if pid is None:
-                pid = _orphan()
-            if pid == 0:
-                signal.set_wakeup_fd(-1)
-                signal.signal(signal.SIGUSR1, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, sigint)
-                os.close(r)
-                os.close(w)
-                return
+        info = signal.sigwaitinfo({signal.SIGUSR1})
+        if info.si_pid != supervisor:
+            continue
+        pid = _sibling()
+        if pid is None:
+            pid = _orphan()
+        if pid == 0:
+            _wake(saved)
+            return
 
 
 def _orphan():

@@ -28,7 +28,14 @@ REQUESTS = {"eval": pyscore.evaluate, "probe": pyscore.probe, "judge": pyscore.j
 
 
 def child_setup(fds, env, extra_keep=()):
-    """Turn a fresh fork of the supervisor into a clean interpreter process."""
+    """Turn a fresh fork of the supervisor into a clean interpreter process.
+
+    It stays not dumpable, as the supervisor is: until :func:`dumpable` (once the spare
+    is handed its episode), no process of the agent may trace it, read or write its
+    memory, or take a descriptor from it. A spare is forked while the agent's processes
+    run, holds the supervisor's descriptors until the loop below closes them, and is the
+    next episode's interpreter: dumpable, an agent wrote into its memory (the next
+    episode's ``1 + 1`` was ``3``)."""
     action_r, output_w, status_w = fds
     os.setsid()
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
@@ -36,11 +43,6 @@ def child_setup(fds, env, extra_keep=()):
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.set_wakeup_fd(-1)
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # dumpable again, like any program
-    except (OSError, AttributeError):
-        pass
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(output_w, 1)
@@ -64,6 +66,16 @@ def child_setup(fds, env, extra_keep=()):
         del sys.modules[name]
     sys.argv = [""]
     _fresh_streams()
+
+
+def dumpable():
+    """Dumpable again, like any program (its ``/proc`` files the agent's to read): only
+    once this process serves the episode that may touch it (see :func:`child_setup`)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _fresh_streams():
@@ -241,6 +253,7 @@ def start(fds, env, go_fd=None):
                 os.chdir(line)
             except OSError:
                 os.chdir("/")
+        dumpable()
         repl.serve()
     finally:
         os._exit(1)

@@ -31,6 +31,7 @@ FORKED = ("python", "sqlite")  # shells forked from the supervisor, not executed
 KILL_TIMEOUT = 20.0  # seconds a killed process may take to exit before it is an error
 READ_SYSCALL = {"x86_64": b"0", "aarch64": b"63"}.get(os.uname().machine)
 FROZEN_STATES = (b"T", b"t", b"D", b"Z", b"X")
+ASLEEP = "asleep"  # see freeze_step
 # /proc, held open from the start: an agent that locks "/" (chmod 000) must not blind the
 # supervisor, which runs as the agent's user (forked shells close it with their other fds)
 PROC_FD = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -341,7 +342,10 @@ def freeze_step(idle):
     """One step of freezing: True if no process runs, else stop them all (and False).
 
     ``idle`` maps pids that need no stopping to the descriptor they must be blocked
-    reading (``None``: any): the shell waiting for its next action uses no CPU, so
+    reading (``None``: any; :data:`ASLEEP`: any sleep, for the spare and the held
+    interpreters, which run none of the agent's code and whose ``syscall`` files the
+    supervisor may not read: they are not dumpable, see ``pyrepl.child_setup`` and
+    ``pyhold``): the shell waiting for its next action uses no CPU, so
     when nothing else runs, nothing is signalled (and the next action needs no thaw).
     Otherwise ``kill(-1, SIGSTOP)`` stops everything at once, the shell included (a
     process in the middle of a fork too); the caller repeats until this returns True,
@@ -349,9 +353,11 @@ def freeze_step(idle):
     A process in uninterruptible sleep (``D``) counts as stopped: it stops before
     it can return to user mode.
     """
-    waiting = [pid for pid, fd in idle.items() if pid is not None and blocked_reading(pid, fd)]
+    waiting = [pid for pid, fd in idle.items()
+               if pid is not None and fd != ASLEEP and blocked_reading(pid, fd)]
+    asleep = {pid for pid, fd in idle.items() if fd == ASLEEP}
     running = [p for p, st in states({1, os.getpid(), *waiting}).items()
-               if st not in FROZEN_STATES]
+               if st not in FROZEN_STATES and not (p in asleep and st == b"S")]
     if not running:
         return True
     _signal_all(signal.SIGSTOP)

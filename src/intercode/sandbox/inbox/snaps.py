@@ -21,7 +21,7 @@ import os
 import signal
 import time
 
-from . import proto, shell
+from . import proto, shell, tree
 
 RESUME_TIMEOUT = 5.0
 
@@ -56,6 +56,50 @@ class Snapshots:
         if self.shell.pid is not None:
             keep.add(self.shell.pid)
         return keep
+
+    def snapshot_budget(self):
+        """Bytes a new tree snapshot may keep (``None``: no bound): the configured budget
+        (``snapshot_budget``, Docker's: the supervisor's room in the container's memory,
+        where the agent's cgroup takes the rest; the kernel kills the largest process
+        there when the two together are full, the supervisor if it holds the copies)
+        less what the live snapshots hold."""
+        budget = self.cfg.get("snapshot_budget")
+        if budget is None:
+            return None
+        pristine, seen, held = self.tree.pristine, set(), 0
+        for state, reads in self.tree_snaps.values():
+            # a snapshot's values that are not the pristine ones are those it read (an
+            # imported one has no reads: its whole state)
+            values = [r[3] for r in reads.values()] if reads else \
+                [v for rel, v in state.items() if v is not pristine.get(rel)]
+            for value in values:
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    held += tree.held_size(value)
+        return budget - held
+
+    def mapped_writable(self):
+        """``{(st_dev, st_ino)}`` of the files the sandbox's processes have mapped shared
+        and writable (see ``Tree.snapshot``), or ``None`` if a process's mappings cannot
+        be read (an agent's process may make itself not dumpable). The spare is left
+        out, as are the held interpreters: not dumpable, running none of the agent's code
+        (see ``pyrepl.child_setup``, ``pyhold``)."""
+        spare = () if self.shell.spare is None else (self.shell.spare[0],)
+        found = set()
+        for pid in shell.live_pids({1, os.getpid(), *spare, *self.held}):
+            try:
+                maps = shell.proc_read("%d/maps" % pid)
+            except OSError:
+                if parent_of(pid) is None:
+                    continue  # gone meanwhile
+                return None
+            for line in maps.splitlines():
+                fields = line.split(None, 5)
+                # address perms offset dev inode [path]: shared ("s") and writable ("w")
+                if len(fields) >= 5 and fields[1][1:2] == b"w" and fields[1][3:4] == b"s":
+                    major, _, minor = fields[3].partition(b":")
+                    found.add((os.makedev(int(major, 16), int(minor, 16)), int(fields[4])))
+        return found
 
     def background(self):
         """How many processes run besides the shell, the spare and the held copies."""
@@ -100,9 +144,10 @@ class Snapshots:
                 return {"refused": "process %d is not a copy held by the interpreter" % pid}, b""
             self.held.add(pid)
         previous = self.tree_snaps.get(self.last_snap)
+        self.tree_snaps.pop(int(msg["id"]), None)
         try:
             self.tree_snaps[int(msg["id"])] = self.tree.snapshot(
-                previous[1] if previous else None)
+                previous[1] if previous else None, self.snapshot_budget(), self.mapped_writable)
             self.last_snap = int(msg["id"])
         except MemoryError:  # the agent's files do not fit in the supervisor's memory
             return {"refused": "the sandbox's files are too large to keep a copy"}, b""
@@ -152,13 +197,18 @@ class Snapshots:
     def op_tree_export(self, msg, blob):
         """Snapshot ``id``'s entries (for a fork in another sandbox)."""
         state = self.tree_snaps[int(msg["id"])][0]
-        meta, data = proto.pack_entries((rel, *value) for rel, value in sorted(state.items()))
+        meta, data = proto.pack_entries(((rel, *value) for rel, value in sorted(state.items())),
+                                        joined=False)
         return {"entries": meta}, data
 
     def op_tree_import(self, msg, blob):
         """Keep entries another sandbox exported as snapshot ``id`` (values equal to the
         pristine ones are shared with it)."""
         pristine = self.tree.pristine
+        budget = self.snapshot_budget()
+        if budget is not None and len(blob) > budget:
+            return {"refused": "the snapshot's files (%d bytes) are more than this sandbox "
+                               "may keep (%d)" % (len(blob), budget)}, b""
         state = {}
         for rel, *value in proto.unpack_entries(msg["entries"], blob):
             parts = rel.split("/")

@@ -293,6 +293,7 @@ def start(fds, env, go_fd, data):
         signal.signal(signal.SIGINT, on_interrupt)
         if go_fd is not None:
             Reader(go_fd).line()
+        pyrepl.dumpable()
         serve(engine)
     finally:
         os._exit(1)

@@ -41,6 +41,16 @@ def kind_of(mode):
     return None
 
 
+ENTRY_OVERHEAD = 256  # bytes a kept entry costs besides its payload (its tuple, its path)
+
+
+def held_size(value):
+    """What the supervisor's memory holds for a state's value ``(kind, mode, mtime,
+    payload)``: the payload (a file's bytes, a link's target) and the entry."""
+    payload = value[3]
+    return ENTRY_OVERHEAD + (len(payload) if payload else 0)
+
+
 class Tree(hashing.Hashing):
     """One writable root and the pristine state it returns to at every restore."""
 
@@ -156,27 +166,38 @@ class Tree(hashing.Hashing):
 
     # -- snapshots ---------------------------------------------------------------------
 
-    def snapshot(self, previous=None):
+    def snapshot(self, previous=None, budget=None, mapped=None):
         """The whole tree now as a pristine state ``{rel: (kind, mode, mtime, payload)}``,
         and what it read (pass it as ``previous`` to the next snapshot).
 
         Entries unchanged since the last restore share the pristine state's values, and
         entries unchanged since ``previous`` share its values (only changed files are
-        read and kept), so a snapshot costs the changes, not the tree.
+        read and kept), so a snapshot costs the changes, not the tree. ``budget``: the
+        bytes it may keep of what it reads (:func:`held_size`), else ``MemoryError``.
+
+        ``mapped`` (called once the snapshot's time is taken): the ``(st_dev, st_ino)``
+        of the files some process has mapped shared and writable, or ``None`` if that
+        cannot be known. Writes through such a mapping change a file without a new
+        ``ctime`` (only a page's first write fault sets it): what this snapshot reads of
+        them vouches for nothing later (a restore compares them, the next snapshot
+        reads them again), and no earlier record vouches for them now.
         """
         previous = previous or {}
         state, reads = {}, {}
+        kept = 0
         now = time.time_ns()
+        writable = mapped() if mapped is not None else set()
         grants = fsops.Grants()
         try:
             for rel, st in self._scan(frozenset(), grants).items():
                 want = self.pristine.get(rel)
-                if want is not None and self._trusted(rel, st):
+                live = writable is None or (st.st_dev, st.st_ino) in writable
+                if want is not None and not live and self._trusted(rel, st):
                     state[rel] = want
                     continue
                 last = previous.get(rel)
-                if (last is not None and last[0] == st.st_ino and last[1] == st.st_ctime_ns
-                        and st.st_ctime_ns + TRUST_NS < last[2]):
+                if (last is not None and not live and last[0] == st.st_ino
+                        and last[1] == st.st_ctime_ns and st.st_ctime_ns + TRUST_NS < last[2]):
                     state[rel], reads[rel] = last[3], last
                     continue
                 entry = self._captured(rel, st, grants)
@@ -185,7 +206,11 @@ class Tree(hashing.Hashing):
                 value = want if entry[1:] == want else entry[1:]
                 state[rel] = value
                 if value is not want:
-                    reads[rel] = (st.st_ino, st.st_ctime_ns, now, value)
+                    # a record read at time 0 is never trusted (see _trusted)
+                    reads[rel] = (st.st_ino, st.st_ctime_ns, 0 if live else now, value)
+                    kept += held_size(value)
+                    if budget is not None and kept > budget:
+                        raise MemoryError("the snapshot needs more than %d bytes" % budget)
         finally:
             grants.revert()
         return state, reads
