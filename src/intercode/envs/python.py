@@ -87,6 +87,7 @@ class PythonEnv(IntercodeEnv):
         self._boxes: dict[str, Sandbox] = {}
         self._booting = False  # the agent's sandbox was begun by prestart()
         self._functions: list[str] = []
+        self._replayed: list[str] = []  # a warm spare's actions replayed ahead of a fork
         self._gold: list[Outcome] | None = None
         self._splits: list[SplitTest] | None = None
 
@@ -124,6 +125,7 @@ class PythonEnv(IntercodeEnv):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a Python task")
         self._sandbox("agent").reset()
         self._functions = []
+        self._replayed = []
         self._gold = None
         self._splits = None
 
@@ -275,19 +277,55 @@ class PythonEnv(IntercodeEnv):
         no interpreter is held and no tree kept for it."""
         return NoState()
 
+    def _replay_actions(self) -> list[str]:
+        """The episode's actions a fork replays (all but submissions)."""
+        return [action for action, _observation in self.history
+                if not self.parse_submit(action.strip())[0]]
+
+    def spare_plan(self) -> list[str]:
+        """A warm spare replays the episode's actions so far in the background, so that
+        the next fork replays only those taken since (see :meth:`transfer_state`)."""
+        return self._replay_actions()
+
+    def prepare_fork(self, plan: object) -> None:
+        """Replay ``plan``'s actions in this spare's fresh interpreter."""
+        assert isinstance(plan, list)
+        for action in plan:
+            self.execute(action)
+        self._replayed = list(plan)
+
     def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
         """A process cannot move to another sandbox: ``other`` replays this episode's
         actions in its fresh interpreter (exact for code that does not depend on time,
-        randomness or the outside; see docs/snapshots.md)."""
+        randomness or the outside; see docs/snapshots.md). A warm spare that replayed a
+        beginning of them in the background (:meth:`prepare_fork`) replays the rest; one
+        that replayed anything else is reset first."""
         if not isinstance(other, PythonEnv):
             raise SnapshotError("a Python snapshot forks only into a Python environment")
-        for action, _observation in self.history:
-            if not self.parse_submit(action.strip())[0]:
-                other.execute(action)
+        actions = self._replay_actions()
+        done, other._replayed = other._replayed, []
+        if actions[:len(done)] != done:  # the parent restored an earlier state since
+            assert self.task is not None
+            other.reset(options={"task": self.task.index})
+            done = []
+        for action in actions[len(done):]:
+            other.execute(action)
         other._functions = list(self._functions)
 
+    def detach_agent(self) -> Sandbox | None:
+        """The agent's sandbox, taken out (see :meth:`IntercodeEnv.detach_agent`)."""
+        if self._booting or "agent" not in self._boxes:
+            return None
+        return self._boxes.pop("agent")
+
+    def adopt_agent(self, box: Sandbox) -> None:
+        """``box`` becomes the agent's sandbox (see :meth:`IntercodeEnv.adopt_agent`)."""
+        self._boxes["agent"], self._booting = box, False
+
     def close(self) -> None:
-        """Stop both sandboxes."""
+        """Stop both sandboxes (a closed fork's agent sandbox may become a warm spare of
+        the environment it was forked from: see :meth:`IntercodeEnv._recycle`)."""
+        self._recycle()
         for box in self._boxes.values():
             box.close()
         self._boxes = {}
