@@ -297,6 +297,11 @@ class IntercodeEnv(gym.Env[str, str]):
             return
         self._ready_task = index
 
+    def agent_alive(self) -> bool:
+        """Whether the agent's sandbox runs (a warm spare prepared in the background whose
+        sandbox has died since is reset by the fork; the default: assume it runs)."""
+        return True
+
     def detach_agent(self) -> Sandbox | None:
         """Take this environment's agent sandbox out of it (it no longer uses it, and its
         close leaves it running), for :meth:`adopt_agent` of a sibling; ``None`` if it has
@@ -427,7 +432,8 @@ class IntercodeEnv(gym.Env[str, str]):
             try:
                 # a spare that began this task's episode in the background and was never
                 # handed out has nothing to reset; ``into`` always is (its episode is replaced)
-                if into is not None or other._ready_task != task.index:
+                if (into is not None or other._ready_task != task.index
+                        or not other.agent_alive()):
                     other.reset(options={"task": task.index})
                 other._ready_task = None
                 self.transfer_state(state, other)

@@ -321,6 +321,10 @@ class BashEnv(IntercodeEnv):
         """The agent's changes to the file system so far."""
         return self._sandbox("agent").diff(IGNORED_NAMES)
 
+    def agent_alive(self) -> bool:
+        """Whether the agent's sandbox runs."""
+        return self._agent is not None and self._agent.alive
+
     def detach_agent(self) -> Sandbox | None:
         """The agent's sandbox, taken out (see :meth:`IntercodeEnv.detach_agent`)."""
         box, booting = self._agent, self._booting

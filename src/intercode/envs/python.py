@@ -312,6 +312,11 @@ class PythonEnv(IntercodeEnv):
             other.execute(action)
         other._functions = list(self._functions)
 
+    def agent_alive(self) -> bool:
+        """Whether the agent's sandbox runs."""
+        box = self._boxes.get("agent")
+        return box is not None and box.alive
+
     def detach_agent(self) -> Sandbox | None:
         """The agent's sandbox, taken out (see :meth:`IntercodeEnv.detach_agent`)."""
         if self._booting or "agent" not in self._boxes:

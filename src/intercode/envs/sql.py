@@ -286,6 +286,11 @@ class SqlEnv(IntercodeEnv):
             return SqlEnv(*args, **kwargs)
         return SqlEnv(*args, **{**kwargs, "backend": self.backend})
 
+    def agent_alive(self) -> bool:
+        """Whether the agent session's engine runs (always, for the MySQL backend's)."""
+        alive = getattr(self._agent, "alive", None)
+        return alive() if alive is not None else True
+
     def detach_agent(self) -> Sandbox | None:
         """The agent session's engine sandbox, taken out (SQLite's; see
         :meth:`IntercodeEnv.detach_agent`)."""

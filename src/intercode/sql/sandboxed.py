@@ -62,6 +62,10 @@ class SandboxedSqliteSession(SqliteSessionBase):
             self._box, self._booting = box, True
         return True
 
+    def alive(self) -> bool:
+        """Whether the engine's sandbox runs."""
+        return self._box is not None and self._box.alive
+
     def detach_box(self) -> Sandbox | None:
         """The engine's sandbox, taken out of this session (``None``: none, or still
         booting); the session forgets its databases."""
