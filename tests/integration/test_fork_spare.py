@@ -175,7 +175,7 @@ def test_the_number_of_spares_follows_the_setting(monkeypatch: pytest.MonkeyPatc
         env.reset(options={"task": 0})
         fork = env.fork()
         assert len(env._spares) == 3
-        fork.close()  # its sandbox comes back as a spare: a fourth (at most twice the setting)
+        fork.close()  # its sandbox comes back as a spare: a fourth (one more at most)
         assert len(env._spares) == 4
         kept = [agent_box_begun(spare_of(env))]
         env.fork_spares = 1  # the spares beyond it are closed, the first one begun kept

@@ -319,12 +319,13 @@ class IntercodeEnv(gym.Env[str, str]):
         killed, the pristine tree, a fresh shell, then reset to that environment's task as
         any spare), so that a fork that follows a closed one needs no sandbox's boot. Only
         when closed on the thread that forked it, while that environment is open and keeps
-        fewer than twice :attr:`fork_spares` spares; otherwise the sandbox stops."""
+        no more than :attr:`fork_spares` spares (so one more at most: forks that are closed
+        in turn need no new spare); otherwise the sandbox stops."""
         ref, self._forked_from = self._forked_from, None
         parent = ref() if ref is not None else None
         if (parent is None or parent._closed or not parent._fork_spares
                 or threading.get_ident() != self._forked_on
-                or len(parent._spares) >= 2 * parent._fork_spares):
+                or len(parent._spares) > parent._fork_spares):
             return
         box = self.detach_agent()
         if box is None:
@@ -565,7 +566,9 @@ _starter: ThreadPoolExecutor | None = None
 _starter_lock = threading.Lock()
 DEFAULT_SPARES = 2  # warm spares of fork() per environment (see IntercodeEnv.fork_spares)
 MAX_SPARES = 8
-STARTER_THREADS = 2  # spares begun at once (each begin is a bubblewrap spawn, 10-20 ms)
+# spares prepared at once (each: a bubblewrap spawn, 10-20 ms of the host's CPU, then a
+# wait for the boot and the reset to the parent's task, and a Python spare's replay)
+STARTER_THREADS = 4
 
 
 def spares_wanted(setting: str) -> int:
