@@ -243,3 +243,25 @@ def test_a_held_copy_reported_with_an_absurd_pid_is_a_snapshot_error():
         assert "2" in env.step("print(1 + 1)")[0]  # the episode goes on
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("forged", ['\'{"ran": 1e999}\'', "'[' * 100000", "'{\"ran\": \"all\"}'"])
+def test_a_patched_interpreter_cannot_break_a_forks_replay(forged):
+    """A fork replays the episode's actions in one ``replay`` request whose reply (how
+    many ran) comes back through the agent's own interpreter, which it can patch: a
+    forged count (infinite, a string), a reply nested past the parser's depth. Each is
+    a replay not known to be whole: the fork replays one by one from a fresh
+    interpreter, in the parent's state; nothing raises on the host."""
+    env = make("python")
+    env.fork_spares = 0
+    try:
+        env.step("L = ['a']")
+        env.step(f"import json\njson.dumps = lambda *a, **k: {forged}")
+        env.step("L.append('b')")
+        fork = env.fork()
+        try:
+            assert fork.step("print(L)")[0] == "['a', 'b']\n"
+        finally:
+            fork.close()
+    finally:
+        env.close()

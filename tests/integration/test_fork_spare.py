@@ -281,3 +281,34 @@ def test_a_spare_prepared_from_an_earlier_state_is_reset() -> None:
             fork.close()
     finally:
         env.close()
+
+
+def test_a_python_fork_replays_in_one_request_or_one_by_one_when_that_fails() -> None:
+    """A fork replays the episode's actions in one ``replay`` request; when that does
+    not run them all (an action ended the interpreter, one ran past the time limit), it
+    resets the fork and replays them one by one: the fork's state is the parent's."""
+    from intercode.envs.python import PythonEnv
+    from intercode.sandbox.limits import Limits
+
+    env = PythonEnv(testing.small_dataset("python"), limits=Limits(timeout=1.0))
+    env.fork_spares = 0
+    try:
+        env.reset(options={"task": 0})
+        env.step("L = [1]")
+        env.step("L.append(2)")
+        fork = env.fork()
+        try:
+            assert fork.step("print(L)")[0] == "[1, 2]\n"
+        finally:
+            fork.close()
+        env.step("import os\nos._exit(3)")  # the parent's interpreter restarts empty
+        env.step("L = ['after']")
+        env.step("import time\nwhile True: time.sleep(0.05)")  # cut at the time limit
+        env.step("L.append('late')")
+        fork = env.fork()
+        try:
+            assert fork.step("print(L)")[0] == env.step("print(L)")[0] == "['after', 'late']\n"
+        finally:
+            fork.close()
+    finally:
+        env.close()

@@ -290,9 +290,24 @@ class PythonEnv(IntercodeEnv):
     def prepare_fork(self, plan: object) -> None:
         """Replay ``plan``'s actions in this spare's fresh interpreter."""
         assert isinstance(plan, list)
-        for action in plan:
-            self.execute(action)
+        if not self._replay(plan):
+            raise SnapshotError("the actions could not be replayed at once")
         self._replayed = list(plan)
+
+    def _replay(self, actions: list[str]) -> bool:
+        """Run ``actions`` again in the agent's interpreter, in one request (``replay``):
+        whether all of them ran, within one action's time limit and without the
+        interpreter stopping (else the interpreter is in an unknown state: the caller
+        resets it and replays them one by one, as actions)."""
+        if not actions:
+            return True
+        if len(actions) == 1:
+            self.execute(actions[0])
+            return True
+        result = self._sandbox("agent").run(json.dumps(actions), kind="replay")
+        reply = _reply(result)
+        return (result.exit_code == 0 and not result.timed_out and not result.shell_restarted
+                and isinstance(reply, dict) and reply.get("ran") == len(actions))
 
     def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
         """A process cannot move to another sandbox: ``other`` replays this episode's
@@ -302,14 +317,16 @@ class PythonEnv(IntercodeEnv):
         that replayed anything else is reset first."""
         if not isinstance(other, PythonEnv):
             raise SnapshotError("a Python snapshot forks only into a Python environment")
+        assert self.task is not None
         actions = self._replay_actions()
         done, other._replayed = other._replayed, []
         if actions[:len(done)] != done:  # the parent restored an earlier state since
-            assert self.task is not None
             other.reset(options={"task": self.task.index})
             done = []
-        for action in actions[len(done):]:
-            other.execute(action)
+        if not other._replay(actions[len(done):]):  # one by one, from a fresh interpreter
+            other.reset(options={"task": self.task.index})
+            for action in actions:
+                other.execute(action)
         other._functions = list(self._functions)
 
     def agent_alive(self) -> bool:
