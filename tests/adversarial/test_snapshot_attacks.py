@@ -135,6 +135,21 @@ def test_a_forged_tree_import_cannot_write_outside_the_tree(sandbox_factory):
         box.close()
 
 
+def test_an_imported_trees_restore_is_only_of_that_snapshot(sandbox_factory):
+    """A fork's import carries the restore of the snapshot it imports (one request): a
+    restore of another snapshot, or one that resumes a held interpreter, is refused."""
+    box = sandbox_factory()
+    try:
+        box.start()
+        for restore in ({"op": "tree_restore", "id": 2, "cwd": "/"},
+                        {"op": "tree_restore", "id": 1, "cwd": "/", "pid": 1}, "x"):
+            with pytest.raises(SandboxError, match="malformed restore"):
+                box._request({"op": "tree_import", "id": 1, "entries": [["a", "f", 0o644, 0, 1]],
+                              "restore": restore}, b"x")
+    finally:
+        box.close()
+
+
 def test_the_snapshot_tree_copy_is_not_readable_from_the_sandbox():
     """The supervisor holds the copy in its memory; it is not dumpable, so the agent's
     shell cannot read it through /proc (a file deleted after the snapshot stays gone)."""
