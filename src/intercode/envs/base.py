@@ -411,9 +411,11 @@ class IntercodeEnv(gym.Env[str, str]):
         """A second, independent environment in this one's state.
 
         By default a new one: the warm spare this environment keeps (a sibling whose
-        sandboxes were begun by the previous fork and booted in the background), else a
-        new :meth:`sibling` (its sandboxes start, which is most of the cost); a new spare
-        is then begun (see :attr:`fork_spare`). ``into``: an environment made beforehand
+        sandboxes were begun by a previous fork, or given back by a closed fork, and
+        prepared in the background: booted and reset to this task; see
+        :meth:`_begin_spare` and :meth:`_recycle`), else a new :meth:`sibling` (its
+        sandboxes start, which is most of the cost); a new spare is then begun (see
+        :attr:`fork_spare`). ``into``: an environment made beforehand
         with the same arguments (a warm pool), whose episode is replaced. Create
         environments on the thread that will use them: their sandboxes die with the
         thread that started them (a fork's, begun as a spare, live until it is closed).
