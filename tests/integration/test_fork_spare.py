@@ -310,5 +310,14 @@ def test_a_python_fork_replays_in_one_request_or_one_by_one_when_that_fails() ->
             assert fork.step("print(L)")[0] == env.step("print(L)")[0] == "['after', 'late']\n"
         finally:
             fork.close()
+        env.fork_spares = 1  # a spare prepared in the background falls back the same way
+        env.fork().close()
+        spare = only_spare(env)
+        fork = env.fork()
+        try:
+            assert fork is spare
+            assert fork.step("print(L)")[0] == "['after', 'late']\n"
+        finally:
+            fork.close()
     finally:
         env.close()

@@ -289,9 +289,11 @@ class PythonEnv(IntercodeEnv):
 
     def prepare_fork(self, plan: object) -> None:
         """Replay ``plan``'s actions in this spare's fresh interpreter."""
-        assert isinstance(plan, list)
-        if not self._replay(plan):
-            raise SnapshotError("the actions could not be replayed at once")
+        assert isinstance(plan, list) and self.task is not None
+        if not self._replay(plan):  # one by one, from a fresh interpreter
+            self.reset(options={"task": self.task.index})
+            for action in plan:
+                self.execute(action)
         self._replayed = list(plan)
 
     def _replay(self, actions: list[str]) -> bool:
