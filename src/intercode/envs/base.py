@@ -332,7 +332,12 @@ class IntercodeEnv(gym.Env[str, str]):
             return
         index = parent.task.index if parent.task is not None else None
         plan = parent.spare_plan() if index is not None else None
-        parent._spares.append(spare_starter().submit(parent._recycled_spare, box, index, plan))
+        try:
+            pending = spare_starter().submit(parent._recycled_spare, box, index, plan)
+        except RuntimeError:  # the process is ending (no new work for its threads)
+            box.close()
+            return
+        parent._spares.append(pending)
 
     def _recycled_spare(self, box: Sandbox, index: int | None,
                         plan: object) -> IntercodeEnv | None:
