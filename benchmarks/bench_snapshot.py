@@ -18,7 +18,12 @@ rows in a table and a temporary table):
   when work a restore leaves for later (SQLite opens a restored database on first
   use) is counted too;
 - ``fork_ms``: median of ``fork()`` (the warm spare the environment keeps, begun by the
-  previous fork; the first fork starts a new environment: ``fork_first_ms``);
+  previous fork or given back by the close of the last one, prepared in the background;
+  the first fork starts a new environment: ``fork_first_ms``), back to back in a loop
+  of fork, ``warm_up()`` of the fork, ``fork(into=...)`` into it, close;
+- ``fork_step_ms``: median of ``fork()`` right after a read-only ``step()`` of the parent
+  (then the fork is closed): the spare was prepared before that step (a Python spare
+  replayed the episode's actions but that one, which the fork replays);
 - ``fork_into_warm_ms``: median of ``fork(into=env2)`` into a started environment (a
   warm pool);
 - ``mem_per_snapshot_kib``: growth of the sandbox's memory (proportional set size where
@@ -169,6 +174,13 @@ def measure(name: str, repeat: int, live: int, cycles: int) -> dict[str, object]
             env.fork(into=fork)
             warm.append(time.perf_counter() - t0)
             fork.close()
+        after_step = []
+        for _ in range(max(3, repeat // 20)):
+            env.step(READ[name])
+            t0 = time.perf_counter()
+            fork = env.fork()
+            after_step.append(time.perf_counter() - t0)
+            fork.close()
         env.step(SETUP[name][-1])
         before = total_kib(env)
         held = [env.snapshot() for _ in range(live)]
@@ -195,6 +207,7 @@ def measure(name: str, repeat: int, live: int, cycles: int) -> dict[str, object]
                 "step_ms": round(1000 * statistics.median(steps), 3),
                 "fork_ms": round(1000 * statistics.median(forks), 1),
                 "fork_first_ms": round(1000 * forks[0], 1),
+                "fork_step_ms": round(1000 * statistics.median(after_step), 1),
                 "fork_into_warm_ms": round(1000 * statistics.median(warm), 1),
                 "mem_per_snapshot_kib": round((with_live - before) / live, 1),
                 "cycles": cycles, "growth_host_kib": host[1] - host[0],

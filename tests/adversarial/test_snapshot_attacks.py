@@ -135,6 +135,21 @@ def test_a_forged_tree_import_cannot_write_outside_the_tree(sandbox_factory):
         box.close()
 
 
+def test_an_imported_trees_restore_is_only_of_that_snapshot(sandbox_factory):
+    """A fork's import carries the restore of the snapshot it imports (one request): a
+    restore of another snapshot, or one that resumes a held interpreter, is refused."""
+    box = sandbox_factory()
+    try:
+        box.start()
+        for restore in ({"op": "tree_restore", "id": 2, "cwd": "/"},
+                        {"op": "tree_restore", "id": 1, "cwd": "/", "pid": 1}, "x"):
+            with pytest.raises(SandboxError, match="malformed restore"):
+                box._request({"op": "tree_import", "id": 1, "entries": [["a", "f", 0o644, 0, 1]],
+                              "restore": restore}, b"x")
+    finally:
+        box.close()
+
+
 def test_the_snapshot_tree_copy_is_not_readable_from_the_sandbox():
     """The supervisor holds the copy in its memory; it is not dumpable, so the agent's
     shell cannot read it through /proc (a file deleted after the snapshot stays gone)."""
@@ -335,5 +350,27 @@ def test_a_later_state_cannot_be_pushed_into_a_held_interpreter(way):
         assert env.step("1 + 1")[0] == "2\n"
         # the agent's own handlers are the restored interpreter's again
         assert env.step("signal.getsignal(signal.SIGUSR2) is not signal.SIG_DFL")[0] == "True\n"
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("forged", ['\'{"ran": 1e999}\'', "'[' * 100000", "'{\"ran\": \"all\"}'"])
+def test_a_patched_interpreter_cannot_break_a_forks_replay(forged):
+    """A fork replays the episode's actions in one ``replay`` request whose reply (how
+    many ran) comes back through the agent's own interpreter, which it can patch: a
+    forged count (infinite, a string), a reply nested past the parser's depth. Each is
+    a replay not known to be whole: the fork replays one by one from a fresh
+    interpreter, in the parent's state; nothing raises on the host."""
+    env = make("python")
+    env.fork_spares = 0
+    try:
+        env.step("L = ['a']")
+        env.step(f"import json\njson.dumps = lambda *a, **k: {forged}")
+        env.step("L.append('b')")
+        fork = env.fork()
+        try:
+            assert fork.step("print(L)")[0] == "['a', 'b']\n"
+        finally:
+            fork.close()
     finally:
         env.close()

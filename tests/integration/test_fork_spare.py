@@ -173,8 +173,10 @@ def test_the_number_of_spares_follows_the_setting(monkeypatch: pytest.MonkeyPatc
         assert isinstance(env, IntercodeEnv)
         assert env.fork_spares == 3
         env.reset(options={"task": 0})
-        env.fork().close()
+        fork = env.fork()
         assert len(env._spares) == 3
+        fork.close()  # its sandbox comes back as a spare: a fourth (one more at most)
+        assert len(env._spares) == 4
         kept = [agent_box_begun(spare_of(env))]
         env.fork_spares = 1  # the spares beyond it are closed, the first one begun kept
         assert len(env._spares) == 1 and spare_of(env)._agent is kept[0]  # type: ignore[attr-defined]
@@ -197,3 +199,125 @@ def test_begin_spare_makes_even_the_first_fork_take_a_spare(env: IntercodeEnv) -
         assert fork.step(READ[name])[0] == env.step(READ[name])[0]
     finally:
         fork.close()
+
+
+def only_spare(env: IntercodeEnv) -> IntercodeEnv:
+    """Wait for every spare; close all but the last one kept (the next fork takes it)."""
+    spares = [pending.result() for pending in env._spares]
+    for _ in spares[:-1]:
+        dropped = env._spares.popleft().result()
+        if dropped is not None:
+            dropped.close()
+    last = spares[-1]
+    assert last is not None
+    return last
+
+
+def test_a_closed_forks_sandbox_comes_back_as_a_spare_in_the_parents_state(
+        env: IntercodeEnv) -> None:
+    """Closing a fork gives its agent sandbox back to its parent as a spare (reset): the
+    next fork runs in it, in the parent's state, not in the closed fork's."""
+    name = env.env_name
+    env.fork_spares = 1
+    first = env.fork()
+    first.step(CHANGE[name].format(who="first"))
+    box = agent_box(first)
+    first.close()
+    assert len(env._spares) == 2  # the spare begun by the fork, and the one given back
+    recycled = only_spare(env)
+    assert agent_box(recycled) is box and box.alive
+    fork = env.fork()
+    try:
+        assert fork is recycled
+        assert fork.step(READ[name])[0] == env.step(READ[name])[0]
+        fork.step(CHANGE[name].format(who="fork"))
+        assert fork.step(READ[name])[0] != env.step(READ[name])[0]  # independent again
+    finally:
+        fork.close()
+
+
+def test_a_fork_closed_on_another_thread_is_not_recycled(env: IntercodeEnv) -> None:
+    """Only the thread that forked gives the sandbox back (the spares are that thread's
+    environment's); closed elsewhere, the fork's sandboxes stop."""
+    import threading
+
+    fork = env.fork()
+    box = agent_box(fork)
+    before = len(env._spares)
+    closer = threading.Thread(target=fork.close)
+    closer.start()
+    closer.join()
+    assert len(env._spares) == before
+    assert not box.alive
+
+
+def test_a_spare_prepared_from_an_earlier_state_is_reset() -> None:
+    """A Python spare replays the parent's actions in the background; a fork replays only
+    those taken since, and one whose parent restored an earlier state since starts over
+    (the spare's replay is not a beginning of the parent's actions any more)."""
+    env = intercode.make("python", dataset=testing.small_dataset("python")).unwrapped
+    assert isinstance(env, IntercodeEnv)
+    try:
+        env.fork_spares = 1
+        env.reset(options={"task": 0})
+        env.step("L = []")
+        snap = env.snapshot()
+        env.step("L.append('a')")
+        env.fork().close()
+        env.step("L.append('b')")  # after the spare's replay: replayed by the fork
+        only_spare(env)
+        fork = env.fork()
+        try:
+            assert fork.step("print(L)")[0] == "['a', 'b']\n"
+        finally:
+            fork.close()
+        env.restore(snap)
+        env.step("L.append('c')")
+        only_spare(env)  # replayed ['a', 'b'] when the fork above was closed
+        fork = env.fork()
+        try:
+            assert fork.step("print(L)")[0] == "['c']\n"
+        finally:
+            fork.close()
+    finally:
+        env.close()
+
+
+def test_a_python_fork_replays_in_one_request_or_one_by_one_when_that_fails() -> None:
+    """A fork replays the episode's actions in one ``replay`` request; when that does
+    not run them all (an action ended the interpreter, one ran past the time limit), it
+    resets the fork and replays them one by one: the fork's state is the parent's."""
+    from intercode.envs.python import PythonEnv
+    from intercode.sandbox.limits import Limits
+
+    env = PythonEnv(testing.small_dataset("python"), limits=Limits(timeout=1.0))
+    env.fork_spares = 0
+    try:
+        env.reset(options={"task": 0})
+        env.step("L = [1]")
+        env.step("L.append(2)")
+        fork = env.fork()
+        try:
+            assert fork.step("print(L)")[0] == "[1, 2]\n"
+        finally:
+            fork.close()
+        env.step("import os\nos._exit(3)")  # the parent's interpreter restarts empty
+        env.step("L = ['after']")
+        env.step("import time\nwhile True: time.sleep(0.05)")  # cut at the time limit
+        env.step("L.append('late')")
+        fork = env.fork()
+        try:
+            assert fork.step("print(L)")[0] == env.step("print(L)")[0] == "['after', 'late']\n"
+        finally:
+            fork.close()
+        env.fork_spares = 1  # a spare prepared in the background falls back the same way
+        env.fork().close()
+        spare = only_spare(env)
+        fork = env.fork()
+        try:
+            assert fork is spare
+            assert fork.step("print(L)")[0] == "['after', 'late']\n"
+        finally:
+            fork.close()
+    finally:
+        env.close()

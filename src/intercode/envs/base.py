@@ -12,6 +12,7 @@ import inspect
 import logging
 import os
 import threading
+import weakref
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Mapping
@@ -26,6 +27,7 @@ from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState, Registry, Snapshot
 from intercode.envs.spaces import AnyText
 from intercode.errors import ConfigError, EnvStateError, SnapshotUnsupported, TaskUnavailable
+from intercode.sandbox.base import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,12 @@ class IntercodeEnv(gym.Env[str, str]):
         self._spares: deque[Future[IntercodeEnv | None]] = deque()  # see fork_spares
         self._fork_spares = spares_wanted(os.environ.get("INTERCODE_FORK_SPARE", ""))
         self._spareless = False  # prestart() said this environment cannot keep a spare
+        self._ready_task: int | None = None  # a spare's episode begun in the background
+        # a fork: the environment it was forked from and the thread that forked it (its
+        # agent's sandbox goes back to that environment as a warm spare when it is closed)
+        self._forked_from: weakref.ref[IntercodeEnv] | None = None
+        self._forked_on = 0
+        self._closed = False
 
     @classmethod
     def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> IntercodeEnv:
@@ -219,11 +227,17 @@ class IntercodeEnv(gym.Env[str, str]):
         return False
 
     def _take_spare(self) -> IntercodeEnv | None:
-        """The warm spare begun first, handed over (``None`` if there is none or it
-        failed)."""
+        """The first warm spare that is ready, else the one begun first, handed over
+        (``None`` if there is none or it failed)."""
         if not self._spares:
             return None
-        spare = self._spares.popleft().result()
+        for i, pending in enumerate(self._spares):
+            if pending.done():
+                del self._spares[i]
+                break
+        else:
+            pending = self._spares.popleft()
+        spare = pending.result()
         if spare is not None:
             spare._fork_spares = self._fork_spares
         elif self._spareless:
@@ -239,17 +253,26 @@ class IntercodeEnv(gym.Env[str, str]):
         caller does not wait for its processes to be spawned; its sandboxes then live
         until it is closed (or the process ends), whichever thread uses it.
         """
+        index = self.task.index if self.task is not None else None
         while len(self._spares) < self._fork_spares and not self._spareless:
-            self._spares.append(spare_starter().submit(self._begin_spare))
+            plan = self.spare_plan() if index is not None else None
+            self._spares.append(spare_starter().submit(self._begin_spare, index, plan))
 
-    def _begin_spare(self) -> IntercodeEnv | None:
+    def _begin_spare(self, index: int | None = None,
+                     plan: object = None) -> IntercodeEnv | None:
         """A sibling whose sandboxes were begun (on the spare-starting thread), or ``None``
-        (a failure to begin one is not an error: the next fork starts a sibling itself)."""
+        (a failure to begin one is not an error: the next fork starts a sibling itself).
+        With ``index`` (this environment's task when the spare was begun), the spare also
+        finishes its boot and starts an episode of that task there, then follows ``plan``
+        (:meth:`spare_plan`), so that a fork of the same task has less left to do (see
+        :meth:`_prepare_spare`)."""
         spare = None
         try:
             spare = self.sibling()
             spare._fork_spares = 0  # a spare keeps no spare of its own
             if spare.prestart():
+                if index is not None:
+                    spare._prepare_spare(index, plan)
                 return spare
             self._spareless = True  # nothing to gain here: do not build siblings again
         except Exception:  # e.g. no sandbox can start now: fork() will say why
@@ -257,6 +280,97 @@ class IntercodeEnv(gym.Env[str, str]):
         if spare is not None:
             spare.close()
         return None
+
+    def _prepare_spare(self, index: int, plan: object = None) -> None:
+        """On the spare-starting thread: wait for this spare's boot, reset it to task
+        ``index`` (what :meth:`fork` would do first) and follow ``plan``
+        (:meth:`prepare_fork`). A failure is left to the fork, which then resets the
+        spare itself (and says why, if it cannot)."""
+        try:
+            self.reset(options={"task": index})
+            if plan is not None:
+                self.prepare_fork(plan)
+        except Exception:
+            self._ready_task = None  # whatever was done: the fork resets it
+            log.debug("a warm spare could not start task %s in the background", index,
+                      exc_info=True)
+            return
+        self._ready_task = index
+
+    def agent_alive(self) -> bool:
+        """Whether the agent's sandbox runs (a warm spare prepared in the background whose
+        sandbox has died since is reset by the fork; the default: assume it runs)."""
+        return True
+
+    def detach_agent(self) -> Sandbox | None:
+        """Take this environment's agent sandbox out of it (it no longer uses it, and its
+        close leaves it running), for :meth:`adopt_agent` of a sibling; ``None`` if it has
+        none that can move (the default: forks of such environments are not recycled)."""
+        return None
+
+    def adopt_agent(self, box: Sandbox) -> None:
+        """Make ``box`` (a sibling's, from :meth:`detach_agent`, reset) this environment's
+        agent sandbox; it was made without one."""
+        raise NotImplementedError
+
+    def _recycle(self) -> None:
+        """On the close of a fork: its agent's sandbox goes back to the environment it was
+        forked from as a warm spare (reset on the spare-starting thread: every process
+        killed, the pristine tree, a fresh shell, then reset to that environment's task as
+        any spare), so that a fork that follows a closed one needs no sandbox's boot. Only
+        when closed on the thread that forked it, while that environment is open and keeps
+        no more than :attr:`fork_spares` spares (so one more at most: forks that are closed
+        in turn need no new spare); otherwise the sandbox stops."""
+        ref, self._forked_from = self._forked_from, None
+        parent = ref() if ref is not None else None
+        if (parent is None or parent._closed or not parent._fork_spares
+                or threading.get_ident() != self._forked_on
+                or len(parent._spares) > parent._fork_spares):
+            return
+        box = self.detach_agent()
+        if box is None:
+            return
+        index = parent.task.index if parent.task is not None else None
+        plan = parent.spare_plan() if index is not None else None
+        try:
+            pending = spare_starter().submit(parent._recycled_spare, box, index, plan)
+        except RuntimeError:  # the process is ending (no new work for its threads)
+            box.close()
+            return
+        parent._spares.append(pending)
+
+    def _recycled_spare(self, box: Sandbox, index: int | None,
+                        plan: object) -> IntercodeEnv | None:
+        """A sibling around ``box``, a closed fork's agent sandbox (see :meth:`_recycle`),
+        or ``None`` (it is stopped: the next fork takes another spare or starts one)."""
+        spare = None
+        try:
+            if not box.alive:
+                raise RuntimeError("the closed fork's sandbox stopped")
+            box.reset()  # nothing of the closed fork's agent is left running
+            spare = self.sibling()
+            spare._fork_spares = 0
+            spare.adopt_agent(box)
+            if index is not None:
+                spare._prepare_spare(index, plan)
+            return spare
+        except Exception:
+            log.debug("a closed fork's sandbox could not become a warm spare", exc_info=True)
+            if spare is not None:
+                spare.close()
+            box.close()
+            return None
+
+    def spare_plan(self) -> object:
+        """What a warm spare begun now can do ahead of the next fork, after its reset to
+        this task (``None``: nothing). Called on the caller's thread; the spare's
+        :meth:`prepare_fork` then follows it on the spare-starting thread, and
+        :meth:`transfer_state` must accept a spare prepared from an earlier state of this
+        environment (or reset it). Python replays the episode's actions so far."""
+        return None
+
+    def prepare_fork(self, plan: object) -> None:
+        """Follow :meth:`spare_plan`'s ``plan`` in this warm spare (see there)."""
 
     def begin_spare(self) -> None:
         """Begin the warm spares now, so that even the first :meth:`fork` finds one ready
@@ -302,9 +416,11 @@ class IntercodeEnv(gym.Env[str, str]):
         """A second, independent environment in this one's state.
 
         By default a new one: the warm spare this environment keeps (a sibling whose
-        sandboxes were begun by the previous fork and booted in the background), else a
-        new :meth:`sibling` (its sandboxes start, which is most of the cost); a new spare
-        is then begun (see :attr:`fork_spare`). ``into``: an environment made beforehand
+        sandboxes were begun by a previous fork, or given back by a closed fork, and
+        prepared in the background: booted and reset to this task; see
+        :meth:`_begin_spare` and :meth:`_recycle`), else a new :meth:`sibling` (its
+        sandboxes start, which is most of the cost); a new spare is then begun (see
+        :attr:`fork_spare`). ``into``: an environment made beforehand
         with the same arguments (a warm pool), whose episode is replaced. Create
         environments on the thread that will use them: their sandboxes die with the
         thread that started them (a fork's, begun as a spare, live until it is closed).
@@ -322,7 +438,12 @@ class IntercodeEnv(gym.Env[str, str]):
         try:
             other = into if into is not None else (self._take_spare() or self.sibling())
             try:
-                other.reset(options={"task": task.index})
+                # a spare that began this task's episode in the background and was never
+                # handed out has nothing to reset; ``into`` always is (its episode is replaced)
+                if (into is not None or other._ready_task != task.index
+                        or not other.agent_alive()):
+                    other.reset(options={"task": task.index})
+                other._ready_task = None
                 self.transfer_state(state, other)
                 other.turn, other.done, other.history = turn, done, history
                 other.np_random = copy.deepcopy(self.np_random)
@@ -333,6 +454,7 @@ class IntercodeEnv(gym.Env[str, str]):
         finally:
             state.release()
         if into is None:
+            other._forked_from, other._forked_on = weakref.ref(self), threading.get_ident()
             self._refill_spare()
         return other
 
@@ -359,6 +481,7 @@ class IntercodeEnv(gym.Env[str, str]):
             raise ConfigError(f"options must be a dict such as {{'task': 0}}, "
                               f"got {type(options).__name__}")
         super().reset(seed=seed)
+        self._ready_task = None
         self._snapshots.release_all()
         self.restore_note = ""
         index = (options or {}).get("task")
@@ -428,8 +551,10 @@ class IntercodeEnv(gym.Env[str, str]):
     def close(self) -> None:
         """Release the snapshots of this environment and close the warm spare of
         :meth:`fork` (subclasses also stop sandboxes)."""
+        self._closed = True
         self._snapshots.release_all()
         self.drop_spare()
+        self._forked_from = None
         super().close()
 
     def last_observation(self) -> str:
@@ -448,7 +573,9 @@ _starter: ThreadPoolExecutor | None = None
 _starter_lock = threading.Lock()
 DEFAULT_SPARES = 2  # warm spares of fork() per environment (see IntercodeEnv.fork_spares)
 MAX_SPARES = 8
-STARTER_THREADS = 2  # spares begun at once (each begin is a bubblewrap spawn, 10-20 ms)
+# spares prepared at once (each: a bubblewrap spawn, 10-20 ms of the host's CPU, then a
+# wait for the boot and the reset to the parent's task, and a Python spare's replay)
+STARTER_THREADS = 4
 
 
 def spares_wanted(setting: str) -> int:

@@ -321,8 +321,26 @@ class BashEnv(IntercodeEnv):
         """The agent's changes to the file system so far."""
         return self._sandbox("agent").diff(IGNORED_NAMES)
 
+    def agent_alive(self) -> bool:
+        """Whether the agent's sandbox runs."""
+        return self._agent is not None and self._agent.alive
+
+    def detach_agent(self) -> Sandbox | None:
+        """The agent's sandbox, taken out (see :meth:`IntercodeEnv.detach_agent`)."""
+        box, booting = self._agent, self._booting
+        if box is None or booting:
+            return None
+        self._agent = None
+        return box
+
+    def adopt_agent(self, box: Sandbox) -> None:
+        """``box`` becomes the agent's sandbox (see :meth:`IntercodeEnv.adopt_agent`)."""
+        self._agent, self._booting = box, False
+
     def close(self) -> None:
-        """Stop both sandboxes."""
+        """Stop both sandboxes (a closed fork's agent sandbox may become a warm spare of
+        the environment it was forked from: see :meth:`IntercodeEnv._recycle`)."""
+        self._recycle()
         for box in (self._agent, self._gold):
             if box is not None:
                 box.close()

@@ -87,6 +87,7 @@ class PythonEnv(IntercodeEnv):
         self._boxes: dict[str, Sandbox] = {}
         self._booting = False  # the agent's sandbox was begun by prestart()
         self._functions: list[str] = []
+        self._replayed: list[str] = []  # a warm spare's actions replayed ahead of a fork
         self._gold: list[Outcome] | None = None
         self._splits: list[SplitTest] | None = None
 
@@ -124,6 +125,7 @@ class PythonEnv(IntercodeEnv):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a Python task")
         self._sandbox("agent").reset()
         self._functions = []
+        self._replayed = []
         self._gold = None
         self._splits = None
 
@@ -275,19 +277,79 @@ class PythonEnv(IntercodeEnv):
         no interpreter is held and no tree kept for it."""
         return NoState()
 
+    def _replay_actions(self) -> list[str]:
+        """The episode's actions a fork replays (all but submissions)."""
+        return [action for action, _observation in self.history
+                if not self.parse_submit(action.strip())[0]]
+
+    def spare_plan(self) -> list[str]:
+        """A warm spare replays the episode's actions so far in the background, so that
+        the next fork replays only those taken since (see :meth:`transfer_state`)."""
+        return self._replay_actions()
+
+    def prepare_fork(self, plan: object) -> None:
+        """Replay ``plan``'s actions in this spare's fresh interpreter."""
+        assert isinstance(plan, list) and self.task is not None
+        if not self._replay(plan):  # one by one, from a fresh interpreter
+            self.reset(options={"task": self.task.index})
+            for action in plan:
+                self.execute(action)
+        self._replayed = list(plan)
+
+    def _replay(self, actions: list[str]) -> bool:
+        """Run ``actions`` again in the agent's interpreter, in one request (``replay``):
+        whether all of them ran, within one action's time limit and without the
+        interpreter stopping (else the interpreter is in an unknown state: the caller
+        resets it and replays them one by one, as actions)."""
+        if not actions:
+            return True
+        if len(actions) == 1:
+            self.execute(actions[0])
+            return True
+        result = self._sandbox("agent").run(json.dumps(actions), kind="replay")
+        reply = _reply(result)
+        return (result.exit_code == 0 and not result.timed_out and not result.shell_restarted
+                and isinstance(reply, dict) and reply.get("ran") == len(actions))
+
     def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
         """A process cannot move to another sandbox: ``other`` replays this episode's
         actions in its fresh interpreter (exact for code that does not depend on time,
-        randomness or the outside; see docs/snapshots.md)."""
+        randomness or the outside; see docs/snapshots.md). A warm spare that replayed a
+        beginning of them in the background (:meth:`prepare_fork`) replays the rest; one
+        that replayed anything else is reset first."""
         if not isinstance(other, PythonEnv):
             raise SnapshotError("a Python snapshot forks only into a Python environment")
-        for action, _observation in self.history:
-            if not self.parse_submit(action.strip())[0]:
+        assert self.task is not None
+        actions = self._replay_actions()
+        done, other._replayed = other._replayed, []
+        if actions[:len(done)] != done:  # the parent restored an earlier state since
+            other.reset(options={"task": self.task.index})
+            done = []
+        if not other._replay(actions[len(done):]):  # one by one, from a fresh interpreter
+            other.reset(options={"task": self.task.index})
+            for action in actions:
                 other.execute(action)
         other._functions = list(self._functions)
 
+    def agent_alive(self) -> bool:
+        """Whether the agent's sandbox runs."""
+        box = self._boxes.get("agent")
+        return box is not None and box.alive
+
+    def detach_agent(self) -> Sandbox | None:
+        """The agent's sandbox, taken out (see :meth:`IntercodeEnv.detach_agent`)."""
+        if self._booting or "agent" not in self._boxes:
+            return None
+        return self._boxes.pop("agent")
+
+    def adopt_agent(self, box: Sandbox) -> None:
+        """``box`` becomes the agent's sandbox (see :meth:`IntercodeEnv.adopt_agent`)."""
+        self._boxes["agent"], self._booting = box, False
+
     def close(self) -> None:
-        """Stop both sandboxes."""
+        """Stop both sandboxes (a closed fork's agent sandbox may become a warm spare of
+        the environment it was forked from: see :meth:`IntercodeEnv._recycle`)."""
+        self._recycle()
         for box in self._boxes.values():
             box.close()
         self._boxes = {}

@@ -149,8 +149,10 @@ def copy(state: object, box: Sandbox, other: Sandbox) -> SandboxState:
     moved = SandboxState(box=other, cwd=state.cwd, background=state.background,
                          shell=state.shell, extra=dict(state.extra))
     try:
-        box.tree_copy(state.ident, other, moved.ident)
-        load(other, moved)
+        counted = box.tree_copy_restore(state.ident, other, moved.ident, moved.cwd,
+                                        replay=moved.shell)
+        if counted is not None:
+            moved.background = counted
     finally:
         moved.release()
     return moved

@@ -18,7 +18,7 @@ from intercode.envs.snapshot import ExecState
 from intercode.errors import ConfigError, DatasetError, RewardError, SnapshotError
 from intercode.rewards.spider import METRICS, official_text
 from intercode.rewards.sql import SqlReward, result_eq, sql_reward
-from intercode.sandbox import require_backend
+from intercode.sandbox import Sandbox, require_backend
 from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
 from intercode.sql.results import MAX_RESULT_CHARS, QueryResult
 from intercode.sql.store import SqlStore
@@ -286,8 +286,30 @@ class SqlEnv(IntercodeEnv):
             return SqlEnv(*args, **kwargs)
         return SqlEnv(*args, **{**kwargs, "backend": self.backend})
 
+    def agent_alive(self) -> bool:
+        """Whether the agent session's engine runs (always, for the MySQL backend's)."""
+        alive = getattr(self._agent, "alive", None)
+        return alive() if alive is not None else True
+
+    def detach_agent(self) -> Sandbox | None:
+        """The agent session's engine sandbox, taken out (SQLite's; see
+        :meth:`IntercodeEnv.detach_agent`)."""
+        detach = getattr(self._agent, "detach_box", None)
+        return detach() if detach is not None else None
+
+    def adopt_agent(self, box: Sandbox) -> None:
+        """``box`` becomes the agent session's engine sandbox."""
+        session = self._session("agent")
+        adopt = getattr(session, "adopt_box", None)
+        if adopt is None:
+            raise SnapshotError("this SQL backend's sessions have no sandbox")
+        adopt(box)
+
     def close(self) -> None:
-        """Close the sessions (and the backend, if this environment made it)."""
+        """Close the sessions (and the backend, if this environment made it); a closed
+        fork's engine sandbox may become a warm spare of the environment it was forked
+        from (see :meth:`IntercodeEnv._recycle`)."""
+        self._recycle()
         for session in (self._agent, self._gold, self._scratch):
             if session is not None:
                 session.close()

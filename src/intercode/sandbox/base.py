@@ -173,6 +173,13 @@ class Sandbox(ABC):
         """Make tree snapshot ``ident`` snapshot ``other_ident`` of ``other`` too."""
         raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot fork")
 
+    def tree_copy_restore(self, ident: int, other: Sandbox, other_ident: int, cwd: str,
+                          replay: str | None = None) -> int | None:
+        """:meth:`tree_copy`, then ``other``'s :meth:`tree_restore` of the copy (a fork of
+        a Bash snapshot). By default one after the other; a backend may do both at once."""
+        self.tree_copy(ident, other, other_ident)
+        return other.tree_restore(other_ident, cwd, replay=replay)
+
     def hold(self) -> int:
         """Fork a held copy of the Python interpreter; its pid (pass it to the next
         :meth:`tree_snapshot`)."""

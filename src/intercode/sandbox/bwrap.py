@@ -612,6 +612,14 @@ class BwrapSandbox(base.Sandbox):
         """Bring the tree to snapshot ``ident``; a fresh shell in ``cwd`` (or ``held``)
         that runs ``replay`` first (Bash; one that does not fit an argument is run as an
         action after the restore)."""
+        msg, late = self._restore_request(ident, cwd, held, replay)
+        reply, _ = self._request(self._with_drops(msg))
+        return self._restored(reply, cwd, late)
+
+    def _restore_request(self, ident: int, cwd: str, held: int | None,
+                         replay: str | None) -> tuple[dict[str, Any], str | None]:
+        """A ``tree_restore`` request, and the replay to run as an action after it (one
+        that does not fit an argument), if any."""
         msg: dict[str, Any] = {"op": "tree_restore", "id": ident, "cwd": cwd}
         if held is not None:
             msg["pid"] = held
@@ -623,7 +631,11 @@ class BwrapSandbox(base.Sandbox):
                 msg["replay"] = replay
             else:
                 late = replay
-        reply, _ = self._request(self._with_drops(msg))
+        return msg, late
+
+    def _restored(self, reply: dict[str, Any], cwd: str, late: str | None) -> int | None:
+        """After a restore's reply: the new shell, the late replay; the count of
+        background processes, if the reply has it."""
         if reply.get("gone"):
             if "shell_pid" in reply:  # it died mid-restore: a fresh interpreter took over
                 self._after_new_shell(reply, cwd)
@@ -655,6 +667,20 @@ class BwrapSandbox(base.Sandbox):
                                    "entries": reply["entries"]}, data)
         if reply.get("refused"):
             raise SnapshotError(f"the snapshot was refused: {reply['refused']}")
+
+    def tree_copy_restore(self, ident: int, other: base.Sandbox, other_ident: int, cwd: str,
+                          replay: str | None = None) -> int | None:
+        """The copy and its restore in ``other`` in one request there (``tree_import``
+        with the ``tree_restore`` request to run once the entries are kept)."""
+        if type(other) is not type(self):
+            raise SnapshotError("a snapshot is copied only between bubblewrap sandboxes")
+        assert isinstance(other, BwrapSandbox)
+        reply, data = self._request({"op": "tree_export", "id": ident})
+        restore, late = other._restore_request(other_ident, cwd, None, replay)
+        done, _ = other._request(other._with_drops(
+            {"op": "tree_import", "id": other_ident, "entries": reply["entries"],
+             "restore": restore}), data)
+        return other._restored(done, cwd, late)
 
     def hold(self) -> int:
         """Fork a held copy of the interpreter (registered by the next tree snapshot)."""

@@ -62,6 +62,25 @@ class SandboxedSqliteSession(SqliteSessionBase):
             self._box, self._booting = box, True
         return True
 
+    def alive(self) -> bool:
+        """Whether the engine's sandbox runs."""
+        return self._box is not None and self._box.alive
+
+    def detach_box(self) -> Sandbox | None:
+        """The engine's sandbox, taken out of this session (``None``: none, or still
+        booting); the session forgets its databases."""
+        box = self._box
+        if box is None or self._booting:
+            return None
+        self._box, self._drops, self.current_db = None, [], ""
+        return box
+
+    def adopt_box(self, box: Sandbox) -> None:
+        """``box`` (another session's, reset) becomes this session's engine sandbox."""
+        if self._box is not None:
+            self._box.close()
+        self._box, self._booting, self._drops = box, False, []
+
     def _sandbox(self) -> Sandbox:
         box = self._box
         if self._booting and box is not None:  # begun by prestart(): finish it

@@ -9,6 +9,8 @@ is reported and contained. ``eval``, ``probe`` and ``judge`` actions (sent by th
 never by the agent) carry JSON scoring requests (see ``pyscore``): each runs in a fork,
 leaves the interpreter's own state untouched, and its JSON reply goes to the host as a
 record ``<seq> reply\n<json>`` on the status descriptor, just before the status.
+``replay`` (sent by the host for a fork: the episode's own earlier actions, a JSON list)
+runs each of them as an ``exec`` action, in this interpreter, one after another.
 """
 
 import ast
@@ -234,6 +236,28 @@ def run_source(source, namespace):
     except BaseException:  # the agent's exception is the observation
         _show_exception(sys.exc_info())
         return 1
+
+
+def replay(namespace, sources):
+    """Run ``sources`` (the episode's earlier actions, for a fork) one after another as
+    ``exec`` actions; the reply counts those run (the host replays one by one instead
+    when it is not all of them, or the request timed out)."""
+    ran = 0
+    if isinstance(sources, list):
+        for source in sources:
+            if not isinstance(source, str):
+                break
+            if not _streams_ok():
+                _repair_fds()
+                _fresh_streams()
+            run_source(source, namespace)
+            _flush()
+            ran += 1
+    pyscore.REPLY.append(json.dumps({"ran": ran}))
+    return 0
+
+
+REQUESTS["replay"] = replay
 
 
 def start(fds, env, go_fd=None):

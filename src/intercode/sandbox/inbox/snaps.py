@@ -203,7 +203,8 @@ class Snapshots:
 
     def op_tree_import(self, msg, blob):
         """Keep entries another sandbox exported as snapshot ``id`` (values equal to the
-        pristine ones are shared with it)."""
+        pristine ones are shared with it); with ``restore`` (a ``tree_restore`` request
+        of that snapshot, without a held interpreter), restore it at once."""
         pristine = self.tree.pristine
         budget = self.snapshot_budget()
         if budget is not None and len(blob) > budget:
@@ -218,6 +219,13 @@ class Snapshots:
             value = tuple(value)
             state[rel] = pristine[rel] if pristine.get(rel) == value else value
         self.tree_snaps[int(msg["id"])] = (state, {})
+        restore = msg.get("restore")
+        if restore is not None:
+            if not isinstance(restore, dict) or restore.get("id") != msg["id"] \
+                    or restore.get("pid") is not None:
+                raise ValueError("a malformed restore of an imported snapshot")
+            return self.op_tree_restore({**restore, "drop": msg.get("drop") or (),
+                                         "drop_held": msg.get("drop_held") or ()}, b"")
         return {}, b""
 
     def op_tree_drop(self, msg, blob):
