@@ -24,7 +24,8 @@ from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState, NoState
-from intercode.errors import ConfigError, RewardError, SandboxError, SnapshotError
+from intercode.errors import (ConfigError, RewardError, SandboxError, SandboxSpentError,
+                              SnapshotError)
 from intercode.rewards.python import Outcome, PythonReward, python_reward
 from intercode.rewards.python_split import BUILTIN_NAMES, SplitTest, defined_names, split_test
 from intercode.sandbox import create_sandbox, require_backend
@@ -105,6 +106,18 @@ class PythonEnv(IntercodeEnv):
             self._boxes[which] = box
         return box
 
+    def _reset_agent(self) -> Sandbox:
+        """Reset the agent's sandbox; one whose interpreters can no longer be made clean
+        (its zygote was killed by the agent: see ``inbox/zygote.py``) is replaced."""
+        box = self._sandbox("agent")
+        try:
+            box.reset()
+        except SandboxSpentError:
+            box.close()
+            del self._boxes["agent"]
+            box = self._sandbox("agent")  # a new sandbox, loaded: a fresh interpreter
+        return box
+
     def warm_up(self) -> None:
         """Start both sandboxes."""
         self._sandbox("agent")
@@ -122,7 +135,7 @@ class PythonEnv(IntercodeEnv):
         """A fresh interpreter."""
         if not isinstance(task, PythonTask):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a Python task")
-        self._sandbox("agent").reset()
+        self._reset_agent()
         self._functions = []
         self._gold = None
         self._splits = None
@@ -162,8 +175,7 @@ class PythonEnv(IntercodeEnv):
     def _leak_gold(self) -> None:
         """Upstream's state after scoring: a reset interpreter that ran setup and gold."""
         assert isinstance(self.task, PythonTask)
-        box = self._sandbox("agent")
-        box.reset()
+        box = self._reset_agent()
         box.run(self.task.test_setup_code)
         box.run(self.task.gold)
 

@@ -111,6 +111,30 @@ class Shell:
         self.pid = None
         self.spare = None  # (pid, go pipe) of a ready Python interpreter or SQL engine
         self.data = b""  # what the SQL engine starts with (the host's database images)
+        self.zygote = None  # the Python interpreters' clean parent (see zygote)
+
+    def start_zygote(self):
+        """Python: fork the interpreters' clean parent, before any episode's data exists
+        in this process (see ``zygote``)."""
+        if self.shell_path == "python" and self.zygote is None:
+            from . import zygote
+
+            self.zygote = zygote.Zygote(self.fds, self.env)
+
+    def resident(self):
+        """Pids that a kill of the agent's processes spares: the zygote and the spare."""
+        pids = self.zygote_pids()
+        if self.spare is not None:
+            pids.add(self.spare[0])
+        return pids
+
+    def forget(self, pid):
+        """A child died: the spare (the agent may kill it: make another one later) or the
+        zygote (no clean interpreter can be made any more)."""
+        self.forget_spare(pid)
+        if self.zygote is not None and pid == self.zygote.pid:
+            self.zygote.gone("it died")
+            self.zygote.pid = None
 
     def spawn(self, cwd, prelude=None):
         """Start a new shell in ``cwd`` (``/`` if it no longer exists).
@@ -190,10 +214,27 @@ class Shell:
     def make_spare(self):
         """Fork a ready interpreter or SQL engine for the next reset."""
         if self.shell_path in FORKED and self.spare is None:
-            self.spare = self._fork(None)
+            if self.zygote is not None and not self.zygote.alive():
+                return  # a reset will say so (ZygoteGone): the sandbox is replaced
+            try:
+                self.spare = self._fork(None)
+            except RuntimeError as exc:
+                if not getattr(exc, "restart", False):
+                    raise
+                # the agent killed or stopped the zygote (or the spare): a reset says so
+
+    def zygote_pids(self):
+        """``{pid}`` of a live zygote (else empty): no kill of the agent's spares it."""
+        if self.zygote is not None and self.zygote.alive():
+            return {self.zygote.pid}
+        return set()
 
     def _fork(self, _unused):
-        from . import pyrepl, sqlrepl
+        if self.shell_path == "python":
+            if self.zygote is None:
+                raise RuntimeError("no interpreter zygote (Shell.start_zygote)")
+            return self.zygote.spare()  # never a fork of this process: see zygote
+        from . import sqlrepl
 
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -205,10 +246,7 @@ class Shell:
         if pid == 0:
             oomguard.join()
             os.close(go_w)
-            if self.shell_path == "sqlite":
-                sqlrepl.start(self.fds, self.env, go_r, self.data)
-            else:
-                pyrepl.start(self.fds, self.env, go_fd=go_r)
+            sqlrepl.start(self.fds, self.env, go_r, self.data)
         os.close(go_r)
         return pid, go_w
 
