@@ -131,7 +131,7 @@ def test_killing_the_zygote_costs_a_new_sandbox_not_an_error(backend):
     need(backend)
     env = PythonEnv("mbpp", backend=backend, test_timeout=1.0)
     try:
-        marker, scan, write = _marker()
+        _marker_text, scan, write = _marker()
         env.reset(options={"task": 0})
         env.step(write)
         env.step(KILL_ALL)
@@ -148,6 +148,21 @@ def test_killing_the_zygote_costs_a_new_sandbox_not_an_error(backend):
         _, reward, done, _, info = env.step("def min_cost(*a):\n    return 0\n")
         _, reward, done, _, info = env.step("submit min_cost")
         assert done and reward == 0.0 and info.get("tests_correct") == 0, info
+        # mid-episode: the zygote and the spare killed, then the interpreter itself: no
+        # interpreter can be made in this sandbox; the action says so, the next one runs
+        # in a new sandbox, and scoring is the agent's failure, not an error
+        env.reset(options={"task": 0})
+        env.step(KILL_ALL)
+        out, _, _, _, info = env.step("import os; os._exit(0)")
+        assert "could not be restarted" in out and info["shell_restarted"], (out, info)
+        assert env.step("1 + 1")[0] == "2\n"
+        assert env.step(scan)[0] == "hits 0 snaps 0\n"
+        env.step(KILL_ALL)
+        env.step("import os; os._exit(0)")
+        _, reward, done, _, info = env.step("submit min_cost")
+        assert done and reward == 0.0 and info.get("tests_correct") == 0, info
+        env.reset(options={"task": 1})
+        assert env.step("1 + 1")[0] == "2\n"
     finally:
         env.close()
 

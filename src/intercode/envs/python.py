@@ -24,8 +24,13 @@ from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState, NoState
-from intercode.errors import (ConfigError, RewardError, SandboxError, SandboxSpentError,
-                              SnapshotError)
+from intercode.errors import (
+    ConfigError,
+    RewardError,
+    SandboxError,
+    SandboxSpentError,
+    SnapshotError,
+)
 from intercode.rewards.python import Outcome, PythonReward, python_reward
 from intercode.rewards.python_split import BUILTIN_NAMES, SplitTest, defined_names, split_test
 from intercode.sandbox import create_sandbox, require_backend
@@ -45,6 +50,11 @@ def defined_functions(source: str) -> list[str]:
         return []
     return [node.name for node in tree.body
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+SPENT = ("the Python interpreter could not be restarted in this sandbox (a process of the "
+         "episode killed the sandbox's interpreter zygote); a new sandbox is started for the "
+         "next action (files, variables, functions and imports were lost)")
 
 
 class PythonEnv(IntercodeEnv):
@@ -106,6 +116,15 @@ class PythonEnv(IntercodeEnv):
             self._boxes[which] = box
         return box
 
+    def _spent(self) -> ExecResult:
+        """The agent's sandbox could not restart its interpreter (the agent killed the
+        interpreters' zygote, see ``inbox/zygote.py``): drop it, the next use starts a
+        new one. The agent's outcome: its interpreter and files are lost."""
+        box = self._boxes.pop("agent", None)
+        if box is not None:
+            box.close()
+        return ExecResult(output="", exit_code=None, shell_restarted=True, notes=(SPENT,))
+
     def _reset_agent(self) -> Sandbox:
         """Reset the agent's sandbox; one whose interpreters can no longer be made clean
         (its zygote was killed by the agent: see ``inbox/zygote.py``) is replaced."""
@@ -142,7 +161,10 @@ class PythonEnv(IntercodeEnv):
 
     def execute(self, action: str) -> tuple[str, dict[str, Any]]:
         """Run code in the interpreter."""
-        result = self._sandbox("agent").run(action)
+        try:
+            result = self._sandbox("agent").run(action)
+        except SandboxSpentError:
+            result = self._spent()
         defined = defined_functions(action)
         if result.exit_code == 0 and defined:
             self._functions.append(defined[0])
@@ -266,6 +288,11 @@ class PythonEnv(IntercodeEnv):
         budget = self.test_timeout * parts + 10.0
         try:
             return self._sandbox(which).run(json.dumps(request), timeout=budget, kind=kind)
+        except SandboxSpentError:
+            if which != "agent":
+                raise RewardError("could not run the tests: the gold's sandbox is spent") \
+                    from None
+            return self._spent()  # no reply: the agent's failure
         except SandboxError as exc:
             raise RewardError(f"could not run the tests: {exc}") from exc
 
