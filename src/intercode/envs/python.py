@@ -305,7 +305,15 @@ class PythonEnv(IntercodeEnv):
 
     def load_state(self, state: ExecState) -> None:
         """A fork of the held interpreter becomes the agent's."""
-        loaded = sandbox_state.load(self._sandbox("agent"), state)
+        try:
+            loaded = sandbox_state.load(self._sandbox("agent"), state)
+        except SandboxSpentError:
+            self._spent()
+            raise SnapshotError("the snapshot cannot be restored: its held interpreter is "
+                                "gone or this sandbox can no longer make an interpreter "
+                                "(killed inside the sandbox); the episode goes on in a new "
+                                "sandbox (files, variables, functions and imports were "
+                                "lost)") from None
         self._functions = list(loaded.extra["functions"])
         self.restore_note = loaded.note()
 

@@ -218,6 +218,8 @@ class Shell:
                 return  # a reset will say so (ZygoteGone): the sandbox is replaced
             try:
                 self.spare = self._fork(None)
+            except OSError:
+                pass  # no fork now (the agent's processes are at their limit): later
             except RuntimeError as exc:
                 if not getattr(exc, "restart", False):
                     raise

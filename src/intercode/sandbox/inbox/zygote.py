@@ -20,6 +20,7 @@ then never forks an interpreter from itself (that is the leak), but says
 :class:`ZygoteGone`, which the host answers with a new sandbox at the next reset.
 """
 
+import errno
 import fcntl
 import os
 import select
@@ -35,6 +36,8 @@ REPLY = struct.Struct("=i")
 WAIT = 10.0  # s: longest wait for a spare's pid (the agent can stop or kill it meanwhile)
 POLL_MS = 20
 GO_FD = 64  # the spare's go pipe at or above this
+NO_FORK = -1  # the reply when no process could be made (pid 1 tries again later)
+ORPHANED = -2
 
 
 class ZygoteGone(RuntimeError):
@@ -113,7 +116,10 @@ class Zygote:
                 except OSError:
                     data = b""
                 if len(data) == REPLY.size:
-                    return REPLY.unpack(data)[0]
+                    pid = REPLY.unpack(data)[0]
+                    if pid <= 0:
+                        raise OSError(errno.EAGAIN, "the zygote could not fork a spare")
+                    return pid
                 self.gone("its socket closed")
                 break
             if shell.dying(self.pid):
@@ -169,29 +175,46 @@ def _serve(sock, fds, env):
         # above the descriptors the interpreter's setup puts in place (0-2, 60-63)
         go_r = fcntl.fcntl(got[0], fcntl.F_DUPFD_CLOEXEC, GO_FD)
         os.close(got[0])
-        pid = pyhold._sibling()
-        if pid is None:
-            pid = _orphan()
+        try:
+            pid = pyhold._sibling()
+            if pid is None:
+                pid = _orphan(sock)
+        except OSError:  # no fork now (the agent's processes are at their limit)
+            pid = -1
         if pid == 0:
             _spare(sock, fds, env, go_r, handlers, pyrepl)
+        if pid < 0 and pid != ORPHANED:
+            _tell(sock, NO_FORK)
         os.close(go_r)
 
 
-def _orphan():
-    """A copy adopted by pid 1 (through a process that exits at once): 0 in the copy."""
+def _orphan(sock):
+    """A copy adopted by pid 1 (through a process that exits at once): 0 in the copy,
+    :data:`ORPHANED` here (the copy reports its pid itself)."""
     middle = os.fork()
     if middle == 0:
-        if os.fork():
-            os._exit(0)
+        try:
+            if os.fork():
+                os._exit(0)
+        except BaseException:
+            _tell(sock, NO_FORK)
+            os._exit(1)
         return 0
     os.waitpid(middle, 0)
-    return -1
+    return ORPHANED
+
+
+def _tell(sock, value):
+    try:
+        sock.send(REPLY.pack(value))
+    except OSError:
+        pass
 
 
 def _spare(sock, fds, env, go_r, handlers, pyrepl):
     """In the new spare: report its pid to pid 1, then become the interpreter."""
     try:
-        sock.send(REPLY.pack(os.getpid()))
+        _tell(sock, os.getpid())
         sock.close()
         for sig, handler in handlers.items():  # what a fork of pid 1 had (SIGXFSZ ignored)
             if handler is not None:
