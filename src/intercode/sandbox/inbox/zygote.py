@@ -56,6 +56,11 @@ class Zygote:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         for s in (parent, child):
             s.set_inheritable(False)
+        for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
+            try:
+                stream.flush()
+            except (ValueError, OSError, AttributeError):
+                pass
         pid = os.fork()
         if pid == 0:
             try:
