@@ -212,3 +212,43 @@ def test_the_agent_cannot_read_or_trace_the_zygote(backend):
         assert env.step("1 + 1")[0] == "2\n"
     finally:
         env.close()
+
+
+LIMITS = ("import resource\nprint([resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) "
+          "for n in ('NPROC', 'CPU', 'NOFILE', 'AS', 'FSIZE', 'STACK')])")
+
+PRLIMIT_ALL = r'''
+import os, resource, time
+time.sleep(0.2)
+me = os.getpid()
+done = 0
+for n in os.listdir('/proc'):
+    if n.isdigit() and int(n) not in (1, me):
+        st = open('/proc/%s/stat' % n).read()
+        if st[st.rfind(')') + 2:].split()[1] == '1':
+            resource.prlimit(int(n), resource.RLIMIT_CPU, (1, 1))
+            resource.prlimit(int(n), resource.RLIMIT_NOFILE, (7, 7))
+            done += 1
+print(done)
+'''
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_the_next_interpreters_limits_cannot_be_lowered_from_inside(backend):
+    """``prlimit`` needs only the same user: the agent lowered the limits of the spare
+    (the next episode's interpreter got one second of CPU time and 7 descriptors) and
+    could do the same to the zygote (every later spare). A spare whose limits differ
+    from the supervisor's is not used, a zygote whose limits differ costs a new sandbox."""
+    need(backend)
+    env = PythonEnv("mbpp", backend=backend)
+    try:
+        env.reset(options={"task": 0})
+        first = env.step(LIMITS)[0]
+        assert int(env.step(PRLIMIT_ALL)[0]) >= 1  # the spare (and the zygote)
+        env.reset(options={"task": 1})
+        assert env.step(LIMITS)[0] == first
+        env.step("import time; time.sleep(0.2)")
+        env.reset(options={"task": 1})
+        assert env.step(LIMITS)[0] == first
+    finally:
+        env.close()

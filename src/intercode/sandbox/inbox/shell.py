@@ -55,6 +55,15 @@ def dying(pid):
     return False
 
 
+def same_limits(pid):
+    """Whether process ``pid`` has this process's resource limits (the agent, the same
+    user, may change those of any of ours but pid 1's own children with ``prlimit``)."""
+    try:
+        return proc_read("%d/limits" % pid) == proc_read("%d/limits" % os.getpid())
+    except OSError:
+        return False
+
+
 def proc_read(rel):
     """The bytes of ``/proc/<rel>`` (read through :data:`PROC_FD`)."""
     fd = os.open(rel, os.O_RDONLY | os.O_CLOEXEC, dir_fd=PROC_FD)
@@ -186,9 +195,11 @@ class Shell:
 
     def _fork_python(self, cwd):
         spare, self.spare = self.spare, None
-        if spare is not None and dying(spare[0]):
+        if spare is not None and (dying(spare[0]) or not same_limits(spare[0])):
             # the agent killed the spare and we have not reaped it yet (seen in CI: the
-            # first action after a restore then found its interpreter dead, status 137)
+            # first action after a restore then found its interpreter dead, status 137),
+            # or changed its limits (prlimit: the same user), which the next episode's
+            # interpreter would have had
             os.close(spare[1])
             try:
                 os.kill(spare[0], signal.SIGKILL)
@@ -205,7 +216,7 @@ class Shell:
                 return pid
             except OSError:
                 os.close(go_w)
-        pid = self._fork(None)
+        pid = self._fork(True)
         os.write(pid[1], cwd.encode("utf-8", "surrogateescape") + b"\n")
         os.close(pid[1])
         self.pid = pid[0]
@@ -217,7 +228,7 @@ class Shell:
             if self.zygote is not None and not self.zygote.alive():
                 return  # a reset will say so (ZygoteGone): the sandbox is replaced
             try:
-                self.spare = self._fork(None)
+                self.spare = self._fork(False)
             except OSError:
                 pass  # no fork now (the agent's processes are at their limit): later
             except RuntimeError as exc:
@@ -231,11 +242,13 @@ class Shell:
             return {self.zygote.pid}
         return set()
 
-    def _fork(self, _unused):
+    def _fork(self, needed):
+        """``(pid, go pipe)`` of a new interpreter or SQL engine (``needed``: now, for
+        the episode, else a spare made ahead)."""
         if self.shell_path == "python":
             if self.zygote is None:
                 raise RuntimeError("no interpreter zygote (Shell.start_zygote)")
-            return self.zygote.spare()  # never a fork of this process: see zygote
+            return self.zygote.spare(needed)  # never a fork of this process: see zygote
         from . import sqlrepl
 
         for stream in (sys.stdout, sys.stderr):

@@ -87,11 +87,21 @@ class Zygote:
             self.sock.close()
             self.sock = None
 
-    def spare(self):
-        """``(pid, go pipe's write end)`` of a new spare interpreter, a child of pid 1."""
+    def spare(self, needed=False):
+        """``(pid, go pipe's write end)`` of a new spare interpreter, a child of pid 1.
+
+        A fork the zygote cannot make now is ``OSError`` (a spare made ahead is tried
+        again later) or, when the interpreter is ``needed``, :class:`ZygoteGone`: the
+        agent, the same user, may have lowered the zygote's limits (``prlimit``)."""
         if not self.alive():
             raise ZygoteGone("the sandbox's interpreter zygote is gone (%s): the sandbox "
                              "must be replaced" % (self.lost or "never started",))
+        from . import shell
+
+        if not shell.same_limits(self.pid):  # its spares would have them
+            self.gone("its resource limits were changed")
+            raise ZygoteGone("the sandbox's interpreter zygote had its resource limits "
+                             "changed: the sandbox must be replaced")
         go_r, go_w = os.pipe2(os.O_CLOEXEC)
         try:
             try:
@@ -103,7 +113,14 @@ class Zygote:
                     from None
             finally:
                 os.close(go_r)
-            pid = self._reply()
+            try:
+                pid = self._reply()
+            except OSError as exc:
+                if not needed:
+                    raise
+                self.gone("it could not fork: %s" % (exc.strerror or exc,))
+                raise ZygoteGone("the sandbox's interpreter zygote could not fork an "
+                                 "interpreter: the sandbox must be replaced") from None
         except BaseException:
             os.close(go_w)
             raise
