@@ -55,11 +55,12 @@ def dying(pid):
     return False
 
 
-def same_limits(pid):
-    """Whether process ``pid`` has this process's resource limits (the agent, the same
-    user, may change those of any of ours but pid 1's own children with ``prlimit``)."""
+def same_limits(pid, expected):
+    """Whether process ``pid``'s resource limits are ``expected`` (the text of its
+    ``/proc/<pid>/limits``): the agent, the same user, may lower those of any process of
+    the sandbox with ``prlimit``, the supervisor's too."""
     try:
-        return proc_read("%d/limits" % pid) == proc_read("%d/limits" % os.getpid())
+        return proc_read("%d/limits" % pid) == expected
     except OSError:
         return False
 
@@ -142,8 +143,8 @@ class Shell:
         zygote (no clean interpreter can be made any more)."""
         self.forget_spare(pid)
         if self.zygote is not None and pid == self.zygote.pid:
+            self.zygote.pid = None  # reaped: its pid may be another process's already
             self.zygote.gone("it died")
-            self.zygote.pid = None
 
     def spawn(self, cwd, prelude=None):
         """Start a new shell in ``cwd`` (``/`` if it no longer exists).
@@ -195,7 +196,8 @@ class Shell:
 
     def _fork_python(self, cwd):
         spare, self.spare = self.spare, None
-        if spare is not None and (dying(spare[0]) or not same_limits(spare[0])):
+        if spare is not None and (dying(spare[0]) or (
+                self.zygote is not None and not same_limits(spare[0], self.zygote.limits))):
             # the agent killed the spare and we have not reaped it yet (seen in CI: the
             # first action after a restore then found its interpreter dead, status 137),
             # or changed its limits (prlimit: the same user), which the next episode's

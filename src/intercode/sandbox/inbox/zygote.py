@@ -53,6 +53,11 @@ class Zygote:
         self.pid = None
         self.sock = None
         self.lost = None  # why the zygote is gone (None: alive, or never started)
+        from . import shell
+
+        # the resource limits of every interpreter, as they are at boot (not pid 1's
+        # later: the agent may lower those too)
+        self.limits = shell.proc_read("%d/limits" % os.getpid())
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         for s in (parent, child):
             s.set_inheritable(False)
@@ -98,7 +103,7 @@ class Zygote:
                              "must be replaced" % (self.lost or "never started",))
         from . import shell
 
-        if not shell.same_limits(self.pid):  # its spares would have them
+        if not shell.same_limits(self.pid, self.limits):  # its spares would have them
             self.gone("its resource limits were changed")
             raise ZygoteGone("the sandbox's interpreter zygote had its resource limits "
                              "changed: the sandbox must be replaced")
