@@ -20,6 +20,11 @@ class SandboxError(IntercodeError, RuntimeError):
     """The sandbox could not be started, or stopped answering."""
 
 
+class SandboxSpentError(SandboxError):
+    """The sandbox can no longer start a clean shell (the agent killed the Python
+    interpreter's zygote, see ``inbox/zygote.py``): replace it with a new one."""
+
+
 class SandboxUnavailableError(SandboxError):
     """The sandbox backend cannot run on this machine (missing tool, no user namespaces)."""
 

@@ -24,7 +24,13 @@ from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState, NoState
-from intercode.errors import ConfigError, RewardError, SandboxError, SnapshotError
+from intercode.errors import (
+    ConfigError,
+    RewardError,
+    SandboxError,
+    SandboxSpentError,
+    SnapshotError,
+)
 from intercode.rewards.python import Outcome, PythonReward, python_reward
 from intercode.rewards.python_split import BUILTIN_NAMES, SplitTest, defined_names, split_test
 from intercode.sandbox import create_sandbox, require_backend
@@ -44,6 +50,11 @@ def defined_functions(source: str) -> list[str]:
         return []
     return [node.name for node in tree.body
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+SPENT = ("the Python interpreter could not be restarted in this sandbox (a process of the "
+         "episode killed the sandbox's interpreter zygote); a new sandbox is started for the "
+         "next action (files, variables, functions and imports were lost)")
 
 
 class PythonEnv(IntercodeEnv):
@@ -106,6 +117,27 @@ class PythonEnv(IntercodeEnv):
             self._boxes[which] = box
         return box
 
+    def _spent(self) -> ExecResult:
+        """The agent's sandbox could not restart its interpreter (the agent killed the
+        interpreters' zygote, see ``inbox/zygote.py``): drop it, the next use starts a
+        new one. The agent's outcome: its interpreter and files are lost."""
+        box = self._boxes.pop("agent", None)
+        if box is not None:
+            box.close()
+        return ExecResult(output="", exit_code=None, shell_restarted=True, notes=(SPENT,))
+
+    def _reset_agent(self) -> Sandbox:
+        """Reset the agent's sandbox; one whose interpreters can no longer be made clean
+        (its zygote was killed by the agent: see ``inbox/zygote.py``) is replaced."""
+        box = self._sandbox("agent")
+        try:
+            box.reset()
+        except SandboxSpentError:
+            box.close()
+            del self._boxes["agent"]
+            box = self._sandbox("agent")  # a new sandbox, loaded: a fresh interpreter
+        return box
+
     def warm_up(self) -> None:
         """Start both sandboxes."""
         self._sandbox("agent")
@@ -123,7 +155,7 @@ class PythonEnv(IntercodeEnv):
         """A fresh interpreter."""
         if not isinstance(task, PythonTask):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a Python task")
-        self._sandbox("agent").reset()
+        self._reset_agent()
         self._functions = []
         self._replayed = []
         self._gold = None
@@ -131,7 +163,10 @@ class PythonEnv(IntercodeEnv):
 
     def execute(self, action: str) -> tuple[str, dict[str, Any]]:
         """Run code in the interpreter."""
-        result = self._sandbox("agent").run(action)
+        try:
+            result = self._sandbox("agent").run(action)
+        except SandboxSpentError:
+            result = self._spent()
         defined = defined_functions(action)
         if result.exit_code == 0 and defined:
             self._functions.append(defined[0])
@@ -164,8 +199,7 @@ class PythonEnv(IntercodeEnv):
     def _leak_gold(self) -> None:
         """Upstream's state after scoring: a reset interpreter that ran setup and gold."""
         assert isinstance(self.task, PythonTask)
-        box = self._sandbox("agent")
-        box.reset()
+        box = self._reset_agent()
         box.run(self.task.test_setup_code)
         box.run(self.task.gold)
 
@@ -256,6 +290,11 @@ class PythonEnv(IntercodeEnv):
         budget = self.test_timeout * parts + 10.0
         try:
             return self._sandbox(which).run(json.dumps(request), timeout=budget, kind=kind)
+        except SandboxSpentError:
+            if which != "agent":
+                raise RewardError("could not run the tests: the gold's sandbox is spent") \
+                    from None
+            return self._spent()  # no reply: the agent's failure
         except SandboxError as exc:
             raise RewardError(f"could not run the tests: {exc}") from exc
 
@@ -268,7 +307,15 @@ class PythonEnv(IntercodeEnv):
 
     def load_state(self, state: ExecState) -> None:
         """A fork of the held interpreter becomes the agent's."""
-        loaded = sandbox_state.load(self._sandbox("agent"), state)
+        try:
+            loaded = sandbox_state.load(self._sandbox("agent"), state)
+        except SandboxSpentError:
+            self._spent()
+            raise SnapshotError("the snapshot cannot be restored: its held interpreter is "
+                                "gone or this sandbox can no longer make an interpreter "
+                                "(killed inside the sandbox); the episode goes on in a new "
+                                "sandbox (files, variables, functions and imports were "
+                                "lost)") from None
         self._functions = list(loaded.extra["functions"])
         self.restore_note = loaded.note()
 

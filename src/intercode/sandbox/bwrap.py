@@ -94,7 +94,7 @@ BOOT = (
 # over with its readiness, before any of the agent's code runs in it.
 _COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
 # the modules only the shells the supervisor forks (inbox/shell.py FORKED) import
-FORKED_ONLY = ("pyvalue", "pyscore", "pyhold", "pyrepl", "sqlconn", "sqlsnap", "sqlrepl")
+FORKED_ONLY = ("pyvalue", "pyscore", "pyhold", "pyrepl", "zygote", "sqlconn", "sqlsnap", "sqlrepl")
 
 
 @functools.cache

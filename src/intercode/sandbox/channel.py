@@ -7,7 +7,7 @@ import select
 import time
 from typing import Any
 
-from intercode.errors import SandboxError
+from intercode.errors import SandboxError, SandboxSpentError
 from intercode.sandbox.inbox import proto
 
 Frame = tuple[dict[str, Any], bytes]
@@ -38,6 +38,9 @@ class Channel:
         self._write(proto.encode(msg, blob))
         reply, data = self.wait_reply(timeout, what=str(msg.get("op")))
         if not reply.get("ok"):
+            if reply.get("restart"):
+                raise SandboxSpentError(f"sandbox request {msg.get('op')!r} failed: "
+                                        f"{reply.get('error')}")
             raise SandboxError(f"sandbox request {msg.get('op')!r} failed: {reply.get('error')}")
         return reply, data
 

@@ -6,5 +6,5 @@ standard library and must stay compatible with Python 3.9.
 """
 
 MODULES = ("proto", "privs", "oomguard", "fsops", "hashing", "tree", "shell", "snaps",
-           "pyvalue", "pyscore", "pyhold", "pyrepl", "sqlconn", "sqlsnap", "sqlrepl", "runcmd",
-           "freezer", "main")
+           "pyvalue", "pyscore", "pyhold", "pyrepl", "zygote", "sqlconn", "sqlsnap", "sqlrepl",
+           "runcmd", "freezer", "main")

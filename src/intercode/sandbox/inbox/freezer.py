@@ -84,6 +84,8 @@ class Freezer:
         idle = {self.shell.pid: shell.ACTION_FD}
         if self.shell.spare is not None:
             idle[self.shell.spare[0]] = shell.ASLEEP
+        for pid in self.shell.zygote_pids():  # sleeps, not dumpable: see zygote
+            idle[pid] = shell.ASLEEP
         for pid in self.held:  # held interpreters wait in sigwaitinfo (see pyhold)
             idle[pid] = shell.ASLEEP
         return idle

@@ -70,6 +70,8 @@ class Supervisor(snaps.Snapshots):
         signal.set_wakeup_fd(self.wake_w)
         for name, value in self.cfg.get("rlimits", {}).items():
             if value is not None:
+                if name == "processes" and self.cfg["shell"] == "python":
+                    value += 1  # the zygote's process is not the agent's
                 resource.setrlimit(RLIMITS[name], (value, value))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.umask(0o022)
@@ -85,6 +87,9 @@ class Supervisor(snaps.Snapshots):
             import site  # forked interpreters inherit sys.path with dist-packages
 
             site.main()
+        # before anything of an episode reaches this process (the host's first request
+        # comes after the ready event): see zygote
+        self.shell.start_zygote()
         # held open: an agent that locks "/" (chmod 000) must not hide a mount from the count
         for mount in ["/", *("/" + m for m in self.cfg.get("scratch", []))]:
             self.files_fds.append(os.open(mount, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
@@ -142,6 +147,8 @@ class Supervisor(snaps.Snapshots):
             reply["ok"] = True
         except Exception as exc:  # every failure goes back to the host as data
             reply, out_blob = {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}, b""
+            if getattr(exc, "restart", False):  # zygote.ZygoteGone: replace the sandbox
+                reply["restart"] = True
         reply["ms"] = (time.perf_counter() - started) * 1000.0
         proto.write_frame(self.ctl_out, reply, out_blob)
 
@@ -159,7 +166,7 @@ class Supervisor(snaps.Snapshots):
             self.freezer.step()
         if self.memory_total is None and self.process_alarm is None:
             return
-        count, rss = shell.usage({1, os.getpid()})
+        count, rss = shell.usage({1, os.getpid(), *self.shell.zygote_pids()})
         if self.process_alarm is not None and count >= self.process_alarm:
             shell.kill_all(self.keep_alive(), self.reap)
             self.note("%d processes were running (the limit is close); all processes "
@@ -202,7 +209,7 @@ class Supervisor(snaps.Snapshots):
         used = self.files_used()
         seen, self.files_seen = self.files_seen, used
         if used > self.files_limit and used > seen:
-            shell.kill_all((), self.reap)
+            shell.kill_all(self.shell.zygote_pids(), self.reap)
             self.note("the sandbox's file systems held %d files and directories (the limit "
                       "is %d); all processes, the shell included, were killed"
                       % (used, self.files_limit))
@@ -235,7 +242,7 @@ class Supervisor(snaps.Snapshots):
                 return
             if pid == 0:
                 return
-            self.shell.forget_spare(pid)
+            self.shell.forget(pid)
             self.forget_held(pid)
             if pid == self.shell.pid:
                 self.shell.pid = None
@@ -346,10 +353,11 @@ class Supervisor(snaps.Snapshots):
     def _kill(self, keep):
         if self.shell.pid not in keep:
             self.shell.pid = None
-        if self.shell.spare is not None:
+        resident = self.shell.resident()  # the zygote and the spare
+        if resident:
             # usually only the old interpreter dies here: kill it directly; anything
             # that forked in the meantime is caught by the general path below
-            keep = (*tuple(keep), self.shell.spare[0])
+            keep = (*tuple(keep), *resident)
             victims = shell.live_pids(set(keep) | {1, os.getpid()})
             for pid in victims:
                 try:

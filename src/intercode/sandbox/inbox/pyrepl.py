@@ -1,4 +1,4 @@
-"""A persistent Python interpreter for agents, forked from the supervisor.
+"""A persistent Python interpreter for agents, forked from the zygote (see ``zygote``).
 
 It speaks the shell's protocol (see ``shell``): a header ``<seq> <length> [kind]``, the
 action's bytes, and a status record ``<seq> <code> <cwd>`` plus NUL on descriptor 62.
@@ -30,7 +30,8 @@ REQUESTS = {"eval": pyscore.evaluate, "probe": pyscore.probe, "judge": pyscore.j
 
 
 def child_setup(fds, env, extra_keep=()):
-    """Turn a fresh fork of the supervisor into a clean interpreter process.
+    """Turn a fresh fork of the zygote (a copy of the supervisor at boot) into a clean
+    interpreter process.
 
     It stays not dumpable, as the supervisor is: until :func:`dumpable` (once the spare
     is handed its episode), no process of the agent may trace it, read or write its

@@ -55,6 +55,16 @@ def dying(pid):
     return False
 
 
+def same_limits(pid, expected):
+    """Whether process ``pid``'s resource limits are ``expected`` (the text of its
+    ``/proc/<pid>/limits``): the agent, the same user, may lower those of any process of
+    the sandbox with ``prlimit``, the supervisor's too."""
+    try:
+        return proc_read("%d/limits" % pid) == expected
+    except OSError:
+        return False
+
+
 def proc_read(rel):
     """The bytes of ``/proc/<rel>`` (read through :data:`PROC_FD`)."""
     fd = os.open(rel, os.O_RDONLY | os.O_CLOEXEC, dir_fd=PROC_FD)
@@ -111,6 +121,30 @@ class Shell:
         self.pid = None
         self.spare = None  # (pid, go pipe) of a ready Python interpreter or SQL engine
         self.data = b""  # what the SQL engine starts with (the host's database images)
+        self.zygote = None  # the Python interpreters' clean parent (see zygote)
+
+    def start_zygote(self):
+        """Python: fork the interpreters' clean parent, before any episode's data exists
+        in this process (see ``zygote``)."""
+        if self.shell_path == "python" and self.zygote is None:
+            from . import zygote
+
+            self.zygote = zygote.Zygote(self.fds, self.env)
+
+    def resident(self):
+        """Pids that a kill of the agent's processes spares: the zygote and the spare."""
+        pids = self.zygote_pids()
+        if self.spare is not None:
+            pids.add(self.spare[0])
+        return pids
+
+    def forget(self, pid):
+        """A child died: the spare (the agent may kill it: make another one later) or the
+        zygote (no clean interpreter can be made any more)."""
+        self.forget_spare(pid)
+        if self.zygote is not None and pid == self.zygote.pid:
+            self.zygote.pid = None  # reaped: its pid may be another process's already
+            self.zygote.gone("it died")
 
     def spawn(self, cwd, prelude=None):
         """Start a new shell in ``cwd`` (``/`` if it no longer exists).
@@ -162,9 +196,12 @@ class Shell:
 
     def _fork_python(self, cwd):
         spare, self.spare = self.spare, None
-        if spare is not None and dying(spare[0]):
+        if spare is not None and (dying(spare[0]) or (
+                self.zygote is not None and not same_limits(spare[0], self.zygote.limits))):
             # the agent killed the spare and we have not reaped it yet (seen in CI: the
-            # first action after a restore then found its interpreter dead, status 137)
+            # first action after a restore then found its interpreter dead, status 137),
+            # or changed its limits (prlimit: the same user), which the next episode's
+            # interpreter would have had
             os.close(spare[1])
             try:
                 os.kill(spare[0], signal.SIGKILL)
@@ -181,7 +218,7 @@ class Shell:
                 return pid
             except OSError:
                 os.close(go_w)
-        pid = self._fork(None)
+        pid = self._fork(True)
         os.write(pid[1], cwd.encode("utf-8", "surrogateescape") + b"\n")
         os.close(pid[1])
         self.pid = pid[0]
@@ -190,10 +227,31 @@ class Shell:
     def make_spare(self):
         """Fork a ready interpreter or SQL engine for the next reset."""
         if self.shell_path in FORKED and self.spare is None:
-            self.spare = self._fork(None)
+            if self.zygote is not None and not self.zygote.alive():
+                return  # a reset will say so (ZygoteGone): the sandbox is replaced
+            try:
+                self.spare = self._fork(False)
+            except OSError:
+                pass  # no fork now (the agent's processes are at their limit): later
+            except RuntimeError as exc:
+                if not getattr(exc, "restart", False):
+                    raise
+                # the agent killed or stopped the zygote (or the spare): a reset says so
 
-    def _fork(self, _unused):
-        from . import pyrepl, sqlrepl
+    def zygote_pids(self):
+        """``{pid}`` of a live zygote (else empty): no kill of the agent's spares it."""
+        if self.zygote is not None and self.zygote.alive():
+            return {self.zygote.pid}
+        return set()
+
+    def _fork(self, needed):
+        """``(pid, go pipe)`` of a new interpreter or SQL engine (``needed``: now, for
+        the episode, else a spare made ahead)."""
+        if self.shell_path == "python":
+            if self.zygote is None:
+                raise RuntimeError("no interpreter zygote (Shell.start_zygote)")
+            return self.zygote.spare(needed)  # never a fork of this process: see zygote
+        from . import sqlrepl
 
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -205,10 +263,7 @@ class Shell:
         if pid == 0:
             oomguard.join()
             os.close(go_w)
-            if self.shell_path == "sqlite":
-                sqlrepl.start(self.fds, self.env, go_r, self.data)
-            else:
-                pyrepl.start(self.fds, self.env, go_fd=go_r)
+            sqlrepl.start(self.fds, self.env, go_r, self.data)
         os.close(go_r)
         return pid, go_w
 

@@ -52,7 +52,7 @@ class Snapshots:
 
     def keep_alive(self):
         """The processes a kill of the agent's processes spares (with the shell)."""
-        keep = set(self.held)
+        keep = set(self.held) | self.shell.zygote_pids()
         if self.shell.pid is not None:
             keep.add(self.shell.pid)
         return keep
@@ -84,7 +84,7 @@ class Snapshots:
         be read (an agent's process may make itself not dumpable). The spare is left
         out, as are the held interpreters: not dumpable, running none of the agent's code
         (see ``pyrepl.child_setup``, ``pyhold``)."""
-        spare = () if self.shell.spare is None else (self.shell.spare[0],)
+        spare = tuple(self.shell.resident())  # the spare and the zygote
         found = set()
         for pid in shell.live_pids({1, os.getpid(), *spare, *self.held}):
             try:
@@ -103,7 +103,7 @@ class Snapshots:
 
     def background(self):
         """How many processes run besides the shell, the spare and the held copies."""
-        spare = () if self.shell.spare is None else (self.shell.spare[0],)
+        spare = tuple(self.shell.resident())  # the spare and the zygote
         self.reap()
         self.dying = {pid for pid in self.dying if parent_of(pid) is not None}
         return len(shell.live_pids({1, os.getpid(), *self.keep_alive(), *spare, *self.dying}))
@@ -260,7 +260,7 @@ class Snapshots:
 
     def _orphan(self, timeout):
         """The pid of the new interpreter: the process that is our child and no other."""
-        spare = () if self.shell.spare is None else (self.shell.spare[0],)
+        spare = tuple(self.shell.resident())  # the spare and the zygote
         known = {1, os.getpid(), *self.held, *spare, *self.dying}
         deadline = time.monotonic() + timeout
         delay = 0.00005
