@@ -2,7 +2,7 @@
 
 On a ``hold`` request the interpreter forks; the copy waits, using no CPU, in
 ``sigwaitinfo`` for a ``SIGUSR1``, and runs nothing of the agent's meanwhile (see
-:func:`_quiet`: an agent that ran code in it, through a signal handler of its own, carried
+:func:`_wait`: an agent that ran code in it, through a signal handler of its own, carried
 a later state into the restore of the snapshot). Each ``SIGUSR1`` the supervisor sends
 (see ``snaps``; one from anyone else is ignored), once the interpreter that made the
 copy is dead, so that the copy's parent is the supervisor, makes it fork a new
@@ -34,6 +34,7 @@ import sys
 
 _raw = []  # libc's fork, called with the GIL held (ctypes.PyDLL); empty: not loaded yet
 _clone = []  # see _clone_setup; [None]: unusable here; empty: not looked at yet
+_prctl = []  # libc's prctl ([None]: not here); empty: not loaded yet
 CLONE_PARENT = 0x00008000
 PR_SET_DUMPABLE = 4
 CLONE_SYSCALL = {"x86_64": 56, "aarch64": 220}  # clone's flags are its first argument on both
@@ -141,79 +142,60 @@ def _sibling():
 
 
 def hold(flush):
-    """Fork a held copy: its pid in the interpreter, ``None`` in a resumed copy."""
+    """Fork a held copy: its pid in the interpreter, ``None`` in a resumed copy.
+
+    The copy starts quiet (see :func:`_wait`): every signal blocked and not dumpable,
+    both set here before the fork and put back in the interpreter after it, so that no
+    moment of the copy's is left open to the agent."""
     flush()
     if not _clone:  # found once, inherited by the copies (same memory layout)
         _clone.append(_clone_setup())
     supervisor = os.getppid()  # the interpreter is the supervisor's child (or adopted by it)
-    # blocked until the copy handles it: a restore may signal it at once
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
-    pid = _fork()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    _dumpable(False)
+    try:
+        pid = _fork()
+    except BaseException:
+        pid = -1
+        raise
+    finally:
+        if pid != 0:  # the interpreter: as it was (signals sent meanwhile come now)
+            _dumpable(True)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if pid:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
         return pid
     try:
-        _wait(supervisor)
+        _wait(supervisor, mask)
     except BaseException:
         os._exit(1)
     return None
 
 
 def _dumpable(on):
-    try:
-        import ctypes
+    if not _prctl:
+        try:
+            import ctypes
 
-        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1 if on else 0, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+            _prctl.append(ctypes.CDLL(None).prctl)
+        except (OSError, AttributeError):
+            _prctl.append(None)
+    if _prctl[0] is not None:
+        _prctl[0](PR_SET_DUMPABLE, 1 if on else 0, 0, 0, 0)
 
 
-def _quiet():
-    """Make the held copy run nothing of the agent's until a restore: not dumpable (no
-    process of the agent may trace it or write its memory), every signal ignored (a
-    handler the agent installed would run its code), no garbage collection (a
-    finalizer would). Returns what :func:`_wake` puts back."""
-    _dumpable(False)
+def _wait(supervisor, mask):
+    """The held copy's loop; returns in a new interpreter.
+
+    Until then the copy runs nothing of the agent's: every signal is blocked (a handler
+    the agent installed, in Python or through ``ctypes``, would run its code: it once
+    carried a later state into the restore of the snapshot), no garbage is collected (a
+    finalizer would), and it is not dumpable (no process of the agent may trace it or
+    write its memory). Only a ``SIGUSR1`` sent by the ``supervisor`` counts (the agent,
+    the same user, may signal the copy too). The new interpreter starts with no pending
+    signal (a new process's) and gets the interpreter's signal mask (``mask``), garbage
+    collection and dumpability back; its handlers were never changed."""
     collecting = gc.isenabled()
     gc.disable()
-    handlers = {}
-    for sig in signal.valid_signals():
-        if sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGUSR1):
-            continue
-        try:
-            handlers[sig] = signal.getsignal(sig)
-            # SIGCHLD ignored would reap the children _orphan waits for
-            signal.signal(sig, signal.SIG_DFL if sig == signal.SIGCHLD else signal.SIG_IGN)
-        except (OSError, ValueError):
-            handlers.pop(sig, None)
-    return collecting, handlers, signal.set_wakeup_fd(-1)
-
-
-def _wake(saved):
-    """In the new interpreter: the agent's handlers, collection and dumpability back."""
-    collecting, handlers, wakeup = saved
-    for sig, handler in handlers.items():
-        if handler is not None:
-            try:
-                signal.signal(sig, handler)
-            except (OSError, ValueError):
-                pass
-    if wakeup >= 0:
-        try:
-            signal.set_wakeup_fd(wakeup)
-        except (OSError, ValueError):
-            pass
-    if collecting:
-        gc.enable()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
-    _dumpable(True)
-
-
-def _wait(supervisor):
-    """The held copy's loop; returns in a new interpreter. Only a SIGUSR1 sent by the
-    ``supervisor`` counts (the agent, the same user, may signal the copy too: it then
-    resumed it into its own state, see :func:`_quiet`)."""
-    saved = _quiet()
     while True:
         info = signal.sigwaitinfo({signal.SIGUSR1})
         if info.si_pid != supervisor:
@@ -222,7 +204,10 @@ def _wait(supervisor):
         if pid is None:
             pid = _orphan()
         if pid == 0:
-            _wake(saved)
+            if collecting:
+                gc.enable()
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask - {signal.SIGUSR1})
+            _dumpable(True)
             return
 
 

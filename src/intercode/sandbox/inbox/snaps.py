@@ -18,12 +18,15 @@ snapshot survives any number of restores.
 """
 
 import os
+import re
 import signal
 import time
 
 from . import proto, shell, tree
 
 RESUME_TIMEOUT = 5.0
+# a line of /proc/<pid>/maps of a shared ("s") writable ("w") mapping: its device and inode
+SHARED_WRITABLE = re.compile(rb"^\S+ .w.s \S+ ([0-9a-f]+):([0-9a-f]+) (\d+)", re.M)
 
 
 def parent_of(pid):
@@ -93,12 +96,10 @@ class Snapshots:
                 if parent_of(pid) is None:
                     continue  # gone meanwhile
                 return None
-            for line in maps.splitlines():
-                fields = line.split(None, 5)
-                # address perms offset dev inode [path]: shared ("s") and writable ("w")
-                if len(fields) >= 5 and fields[1][1:2] == b"w" and fields[1][3:4] == b"s":
-                    major, _, minor = fields[3].partition(b":")
-                    found.add((os.makedev(int(major, 16), int(minor, 16)), int(fields[4])))
+            # address perms offset dev inode [path]: one pass of a regular expression (an
+            # interpreter maps hundreds of regions, a split of each line cost ~0.5 ms)
+            for major, minor, inode in SHARED_WRITABLE.findall(maps):
+                found.add((os.makedev(int(major, 16), int(minor, 16)), int(inode)))
         return found
 
     def background(self):
