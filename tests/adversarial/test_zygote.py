@@ -23,18 +23,22 @@ from intercode.envs.python import PythonEnv
 
 PREFIX = b"ZYGMARK-"
 
-# kill the newest child of pid 1 other than this interpreter: the spare (the zygote,
-# forked at boot, is older), so that pid 1 makes a new one after what came before
-KILL_SPARE = r'''
-import os, signal, time
-me = os.getpid()
+# the agent's code: the pids of pid 1's children other than this interpreter in `kids`
+CHILDREN_OF_PID1 = r'''
 kids = []
 for n in os.listdir('/proc'):
     if n.isdigit() and int(n) not in (1, me):
         st = open('/proc/%s/stat' % n).read()
         if st[st.rfind(')') + 2:].split()[1] == '1':
             kids.append(int(n))
-if kids:
+'''
+
+# kill the newest child of pid 1 other than this interpreter: the spare (the zygote,
+# forked at boot, is older), so that pid 1 makes a new one after what came before
+KILL_SPARE = r'''
+import os, signal, time
+me = os.getpid()
+''' + CHILDREN_OF_PID1 + r'''if kids:
     os.kill(max(kids), signal.SIGKILL)
 time.sleep(0.3)
 print('killed', len(kids) > 0)
@@ -172,13 +176,7 @@ import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 me = os.getpid()
 out = []
-kids = []
-for n in os.listdir('/proc'):
-    if n.isdigit() and int(n) not in (1, me):
-        st = open('/proc/%s/stat' % n).read()
-        if st[st.rfind(')') + 2:].split()[1] == '1':
-            kids.append(int(n))
-zygote = min(kids)
+''' + CHILDREN_OF_PID1 + r'''zygote = min(kids)
 for mode in ('rb', 'r+b'):
     try:
         with open('/proc/%d/mem' % zygote, mode, buffering=0) as m:
