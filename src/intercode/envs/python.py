@@ -133,8 +133,7 @@ class PythonEnv(IntercodeEnv):
         try:
             box.reset()
         except SandboxSpentError:
-            box.close()
-            del self._boxes["agent"]
+            self._spent()
             box = self._sandbox("agent")  # a new sandbox, loaded: a fresh interpreter
         return box
 
@@ -337,11 +336,15 @@ class PythonEnv(IntercodeEnv):
     def prepare_fork(self, plan: object) -> None:
         """Replay ``plan``'s actions in this spare's fresh interpreter."""
         assert isinstance(plan, list) and self.task is not None
-        if not self._replay(plan):  # one by one, from a fresh interpreter
-            self.reset(options={"task": self.task.index})
-            for action in plan:
-                self.execute(action)
+        if not self._replay(plan):
+            self._replay_from_scratch(plan, self.task.index)
         self._replayed = list(plan)
+
+    def _replay_from_scratch(self, actions: list[str], task: int) -> None:
+        """A fresh interpreter for ``task``, then ``actions`` one by one, as actions."""
+        self.reset(options={"task": task})
+        for action in actions:
+            self.execute(action)
 
     def _replay(self, actions: list[str]) -> bool:
         """Run ``actions`` again in the agent's interpreter, in one request (``replay``):
@@ -372,10 +375,8 @@ class PythonEnv(IntercodeEnv):
         if actions[:len(done)] != done:  # the parent restored an earlier state since
             other.reset(options={"task": self.task.index})
             done = []
-        if not other._replay(actions[len(done):]):  # one by one, from a fresh interpreter
-            other.reset(options={"task": self.task.index})
-            for action in actions:
-                other.execute(action)
+        if not other._replay(actions[len(done):]):
+            other._replay_from_scratch(actions, self.task.index)
         other._functions = list(self._functions)
 
     def agent_alive(self) -> bool:
