@@ -548,7 +548,11 @@ def test_snapshots_of_a_full_sandbox_never_get_the_supervisor_oom_killed():
             "head -c 500M /dev/zero > /big; export S=85; for i in $(seq 20); do python3 -c "
             "'import os, time; b = bytearray(int(os.environ[\"S\"]) << 20); "
             "b[::4096] = b\"x\" * len(b[::4096]); print(\"up\", flush=True); "
-            "time.sleep(1e6)' & done; until [ $(jobs -r | wc -l) = 20 ]; do sleep 0.2; done; "
+            "open(\"/tmp/up\" + str(os.getpid()), \"w\").close(); "
+            "time.sleep(1e6)' & done; "
+            # each says so once its memory is touched (a count of running jobs came before
+            # that: under load some had not printed yet)
+            "until [ $(ls /tmp | grep -c ^up) = 20 ]; do sleep 0.2; done; "
             "sleep 2; echo ready", timeout=120).output
         assert out.rstrip().endswith("ready") and out.count("up") == 20, out
         snap = env.snapshot()
