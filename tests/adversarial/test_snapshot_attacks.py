@@ -275,13 +275,14 @@ fd = os.open("/tmp/f", os.O_RDWR | os.O_CREAT, 0o644)
 os.write(fd, b"AAAA")
 m = mmap.mmap(fd, 4)
 m[0:4] = b"AAAA"
+open("/tmp/mapped", "w").close()
 while not os.path.exists("/tmp/go"):
     time.sleep(0.01)
 m[0:4] = b"BBBB"
 open("/tmp/done", "w").close()
 time.sleep(1e6)
 P
-python3 /tmp/w.py %s & sleep 0.5; cat /tmp/f'''
+python3 /tmp/w.py %s & until [ -e /tmp/mapped ]; do sleep 0.05; done; cat /tmp/f'''
 
 
 @pytest.mark.parametrize("mode", ["dumpable", "undumpable"])
