@@ -249,6 +249,8 @@ class BwrapSandbox(base.Sandbox):
         """The boot's modules a sandbox of this shell never runs, left out of its boot
         (the Python interpreter's and the SQL engine's, with their imports, sqlite3, ast
         and traceback among them: about a sixth of a Bash sandbox's boot)."""
+        if self.shell == "python":  # nor sqlite3's: every interpreter is forked from
+            return [m for m in FORKED_ONLY if m.startswith("sql")]  # pid 1's modules
         return [] if self.shell in FORKED else list(FORKED_ONLY)
 
     def _spawn(self) -> None:

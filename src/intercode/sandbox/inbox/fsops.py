@@ -10,7 +10,6 @@ with two descriptors and no recursion.
 """
 
 import errno
-import hashlib
 import os
 import stat
 
@@ -192,6 +191,8 @@ def read_file(path, st, grants, limit=None):
 
 def md5_file(path, st, follow, grants):
     """MD5 hex digest of a regular file's first ``st.st_size`` bytes."""
+    import hashlib  # not at boot: the interpreters forked after it stay without libcrypto
+
     digest = hashlib.md5()
     fd = open_regular(path, st, follow, grants)
     try:

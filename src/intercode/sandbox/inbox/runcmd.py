@@ -9,7 +9,6 @@ the host's memory.
 
 import os
 import select
-import subprocess
 import time
 
 from . import oomguard
@@ -17,6 +16,8 @@ from . import oomguard
 
 def run_bounded(argv, stdin, cwd, env, timeout, keep, hard):
     """``(exit_code, timed_out, output, total_bytes, stopped)`` of one command."""
+    import subprocess  # not at boot: see fsops.md5_file
+
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, cwd=cwd, env=env,
@@ -76,6 +77,8 @@ def run_bounded(argv, stdin, cwd, env, timeout, keep, hard):
 
 
 def _wait(proc, deadline):
+    import subprocess
+
     try:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         return proc.wait(timeout=left)
