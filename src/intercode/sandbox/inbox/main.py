@@ -278,7 +278,12 @@ class Supervisor(snaps.Snapshots):
         self.init_snapshots()
         self.freezer.held = self.held
         t1 = time.perf_counter()
-        stats = self.tree.restore()
+        self._begin_shell()
+        try:
+            stats = self.tree.restore()
+        except BaseException:
+            self.shell.abandon()
+            raise
         t2 = time.perf_counter()
         self._spawn_shell(msg.get("cwd", "/"))
         t3 = time.perf_counter()
@@ -331,13 +336,22 @@ class Supervisor(snaps.Snapshots):
         return {"exit_code": code, "timed_out": timed_out, "total": total,
                 "stopped": stopped}, output
 
+    def _begin_shell(self, prelude=None):
+        """Once the agent's processes are gone, before the tree is restored: start a Bash
+        shell that waits for :meth:`_spawn_shell` to send it on (``Shell.begin``), so
+        that its start and the restore run at once."""
+        self._drain_actions()
+        self.freezer.thaw()  # (before it: a thaw waits for every process to be stopped)
+        self.shell.begin(prelude)
+
     def _spawn_shell(self, cwd, prelude=None):
         """Drop what is left of an earlier action in the pipe, then start a shell
-        (``prelude``: see ``Shell.spawn``)."""
+        (``prelude``: see ``Shell.spawn``), or send the one begun on."""
         self._drain_actions()
         self.freezer.thaw()  # what survived the kill (a spare interpreter) must run
         self.files_seen = self.files_used()
-        self.shell.spawn(cwd, prelude)
+        if not self.shell.go(cwd):
+            self.shell.spawn(cwd, prelude)
 
     def _drain_actions(self):
         fd = self.cfg["fds"]["action_r"]

@@ -7,8 +7,10 @@ a later state into the restore of the snapshot). Each ``SIGUSR1`` the supervisor
 (see ``snaps``; one from anyone else is ignored), once the interpreter that made the
 copy is dead, so that the copy's parent is the supervisor, makes it fork a new
 interpreter that is the supervisor's child, and wait again: a held copy is restored
-any number of times. The new interpreter returns from :func:`hold` with ``None`` and
-goes on serving actions with the namespace, the directory and everything else as
+any number of times. The new interpreter waits, as quiet as the copy, for the
+supervisor's ``SIGUSR2`` (it restores the snapshot's tree meanwhile: the fork and the
+restore run at once), then returns from :func:`hold` with ``None`` and goes on serving
+actions with the namespace, the directory and everything else as
 they were at the snapshot.
 
 That fork is ``clone(CLONE_PARENT)``: one fork, whose child is its parent's child
@@ -204,10 +206,20 @@ def _wait(supervisor, mask):
         if pid is None:
             pid = _orphan()
         if pid == 0:
+            _await_go(supervisor)
             if collecting:
                 gc.enable()
             signal.pthread_sigmask(signal.SIG_SETMASK, mask - {signal.SIGUSR1})
             _dumpable(True)
+            return
+
+
+def _await_go(supervisor):
+    """In a new interpreter: wait, still quiet, for the supervisor's ``SIGUSR2``, sent
+    once it has restored the snapshot's tree (it restores it while this fork runs)."""
+    while True:
+        info = signal.sigwaitinfo({signal.SIGUSR2})
+        if info.si_pid == supervisor:
             return
 
 

@@ -92,6 +92,11 @@ LOOP = (
 
 # runs ``$1`` (then forgets it) on the loop's own line: see Shell.spawn
 PRELUDE = '{ eval "$1"; builtin set --; } </dev/null >/dev/null 2>&1; '
+GO_FD = 61  # a shell begun before the tree's restore reads its directory there (Shell.begin)
+# ... and goes there as if it had started in it (a new bash has an exported, empty OLDPWD)
+AWAIT_GO = ("IFS= builtin read -r -d '' -u %d __ic_cwd || builtin exit 1; builtin exec %d<&-; "
+            'builtin cd -- "$__ic_cwd" 2>/dev/null || builtin cd /; '
+            "builtin unset OLDPWD __ic_cwd; builtin declare -x OLDPWD; " % (GO_FD, GO_FD))
 MAX_PRELUDE = 100000  # bytes: an argument's limit is 128 KiB
 
 
@@ -122,6 +127,7 @@ class Shell:
         self.spare = None  # (pid, go pipe) of a ready Python interpreter or SQL engine
         self.data = b""  # what the SQL engine starts with (the host's database images)
         self.zygote = None  # the Python interpreters' clean parent (see zygote)
+        self.go_w = None  # the go pipe of a bash begun and waiting for its directory
 
     def start_zygote(self):
         """Python: fork the interpreters' clean parent, before any episode's data exists
@@ -153,9 +159,9 @@ class Shell:
         dropped (a restore's shell state). It is evaluated on the loop's line, so the
         loop is parsed before any alias the script defines exists.
         """
-        action_r, output_w, status_w = self.fds
         if self.shell_path in FORKED:
             return self._fork_python(cwd)
+        self.abandon()
         root_searchable()
         here = os.getcwd()
         try:
@@ -168,31 +174,83 @@ class Shell:
                 if oomguard.active():  # it joins through sh, never holding the descriptor
                     argv = ["/bin/sh", "-c", oomguard.shell_prefix() + 'exec "$@"', "sh",
                             *argv]
-            elif prelude is not None:
-                argv = [self.shell_path, "--norc", "--noprofile", "-c",
-                        oomguard.shell_prefix() + PRELUDE + LOOP, self.shell_path, prelude]
+                self.pid = self._launch(argv)
             else:
-                argv = [self.shell_path, "--norc", "--noprofile", "-c",
-                        oomguard.shell_prefix() + LOOP]
-            self.pid = os.posix_spawn(
-                argv[0],
-                argv,
-                self.env,
-                file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-                    (os.POSIX_SPAWN_DUP2, output_w, 1),
-                    (os.POSIX_SPAWN_DUP2, output_w, 2),
-                    (os.POSIX_SPAWN_DUP2, output_w, OUTPUT_FD),
-                    (os.POSIX_SPAWN_DUP2, action_r, ACTION_FD),
-                    (os.POSIX_SPAWN_DUP2, status_w, STATUS_FD),
-                    *oomguard.spawn_actions(),
-                ],
-                setsigdef=(signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE),
-                setsid=True,
-            )
+                self.pid = self._spawn_bash("", prelude)
         finally:
             os.chdir(here)
         return self.pid
+
+    def begin(self, prelude=None):
+        """Bash: start the next shell now, while the tree is still being restored (a
+        bash takes about a millisecond to start): it waits, before it runs anything,
+        for :meth:`go` to give it its directory. Its start reads nothing of the writable
+        tree. Only called once every process of the agent's is gone (none can reach
+        it). Other shells: nothing (``False``)."""
+        if not isinstance(self.shell_path, str) or self.shell_path in FORKED:
+            return False
+        self.abandon()
+        root_searchable()
+        go_r, go_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            self.pid = self._spawn_bash(AWAIT_GO, prelude, [(os.POSIX_SPAWN_DUP2, go_r, GO_FD)])
+        except BaseException:
+            os.close(go_w)
+            raise
+        finally:
+            os.close(go_r)
+        self.go_w = go_w
+        return True
+
+    def go(self, cwd):
+        """Send the shell :meth:`begin` started to ``cwd`` (``/`` if it cannot go there)
+        to start its loop; ``False`` if no shell was begun."""
+        if self.go_w is None:
+            return False
+        go_w, self.go_w = self.go_w, None
+        try:
+            os.write(go_w, cwd.encode("utf-8", "surrogateescape") + b"\0")
+        except OSError:  # it died already: reaped as the shell, the host hears of it
+            pass
+        finally:
+            os.close(go_w)
+        return True
+
+    def abandon(self):
+        """Let a shell begun and not sent on exit (its restore failed)."""
+        if self.go_w is not None:
+            os.close(self.go_w)
+            self.go_w = None
+
+    def _spawn_bash(self, wait, prelude, actions=()):
+        """posix_spawn the bash loop (``wait``: a script before it), ``prelude`` its
+        ``$1`` (see :meth:`spawn`)."""
+        script = oomguard.shell_prefix() + wait + (PRELUDE if prelude is not None else "") + LOOP
+        argv = [self.shell_path, "--norc", "--noprofile", "-c", script, self.shell_path]
+        if prelude is not None:
+            argv.append(prelude)
+        return self._launch(argv, actions)
+
+    def _launch(self, argv, actions=()):
+        """posix_spawn ``argv`` as the shell: its descriptors, signals and session."""
+        action_r, output_w, status_w = self.fds
+        return os.posix_spawn(
+            argv[0],
+            argv,
+            self.env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, output_w, 1),
+                (os.POSIX_SPAWN_DUP2, output_w, 2),
+                (os.POSIX_SPAWN_DUP2, output_w, OUTPUT_FD),
+                (os.POSIX_SPAWN_DUP2, action_r, ACTION_FD),
+                (os.POSIX_SPAWN_DUP2, status_w, STATUS_FD),
+                *actions,
+                *oomguard.spawn_actions(),
+            ],
+            setsigdef=(signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE),
+            setsid=True,
+        )
 
     def _fork_python(self, cwd):
         spare, self.spare = self.spare, None

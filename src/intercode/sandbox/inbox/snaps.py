@@ -14,7 +14,8 @@ snapshot (``held``) and drops it with a later request (``drop_held``). Held copi
 survive interrupts and restarts (not resets); a ``tree_restore`` with a ``pid`` kills
 the interpreter and signals the held copy, which forks a new interpreter that is our
 child (``clone(CLONE_PARENT)``, else an orphan we adopt) and stays held, so that a
-snapshot survives any number of restores.
+snapshot survives any number of restores; the new interpreter waits for a second
+signal, sent once the tree is restored (its fork and the restore run at once).
 """
 
 import os
@@ -167,18 +168,37 @@ class Snapshots:
         t0 = time.perf_counter()
         self._kill(keep=tuple(self.held))
         t1 = time.perf_counter()
-        stats = self.tree.restore_to(state, reads)
-        t2 = time.perf_counter()
-        if pid is None:
-            prelude = msg.get("replay")
+        # the new shell starts while the tree is restored: a held copy's fork of a new
+        # interpreter (see pyhold), a Bash shell waiting for its directory (Shell.begin)
+        woke = None
+        prelude = msg.get("replay")
+        if pid is not None:
+            try:
+                self._wake(pid)
+                woke = True
+            except ProcessLookupError as exc:
+                woke = exc
+        else:
             if prelude is not None and (not isinstance(prelude, str) or "\0" in prelude
                                         or len(prelude.encode("utf-8", "surrogateescape"))
                                         > shell.MAX_PRELUDE):
                 raise ValueError("a malformed shell replay")
+            self._begin_shell(prelude)
+        try:
+            stats = self.tree.restore_to(state, reads)
+        except BaseException:
+            if woke is True:  # the new interpreter waits for its go: it never gets one
+                self._discard_resumed()
+            self.shell.abandon()
+            raise
+        t2 = time.perf_counter()
+        if pid is None:
             self._spawn_shell(msg.get("cwd", "/"), prelude)
         else:
             try:
-                self._resume(pid)
+                if woke is not True:
+                    raise woke
+                self._resumed()
             except (ProcessLookupError, RuntimeError) as exc:
                 # killed by the agent just before the check saw it die (its SIGKILL was
                 # still on its way): it vanished, or never answered the resume signal
@@ -246,8 +266,10 @@ class Snapshots:
                 return
             self.dying.add(pid)
 
-    def _resume(self, pid):
-        """Replace the (killed) interpreter by a new fork of the held copy ``pid``."""
+    def _wake(self, pid):
+        """Have the held copy ``pid`` fork a new interpreter to replace the (killed) one;
+        the new one waits for its go (:meth:`_resumed`) before it runs anything, so that
+        its fork runs while the tree is restored."""
         self._drain_actions()
         self.freezer.thaw()
         for held in list(self.held):  # a freeze may have stopped them
@@ -256,8 +278,28 @@ class Snapshots:
             except ProcessLookupError:  # the agent killed it: its snapshot is gone
                 self.held.discard(held)
         os.kill(pid, signal.SIGUSR1)
+
+    def _resumed(self):
+        """Find the new interpreter :meth:`_wake` asked for and give it its go: it goes on
+        with the snapshot's state, on the tree restored."""
         self.shell.pid = self._orphan(RESUME_TIMEOUT)
+        try:
+            os.kill(self.shell.pid, signal.SIGUSR2)
+        except ProcessLookupError:  # died at once: the next action says so
+            pass
         self.files_seen = self.files_used()
+
+    def _discard_resumed(self):
+        """Kill the new interpreter :meth:`_wake` asked for, if it came (a failed restore)."""
+        try:
+            pid = self._orphan(RESUME_TIMEOUT)
+        except RuntimeError:
+            return
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
 
     def _orphan(self, timeout):
         """The pid of the new interpreter: the process that is our child and no other."""
