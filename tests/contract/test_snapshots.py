@@ -25,7 +25,7 @@ from intercode.errors import ConfigError, SnapshotUnsupported
 SHELL = ["echo a >> /tmp/f", "cat /tmp/f", "cd /tmp", "cd /", "pwd", "X=$((X+1)); echo $X",
          "rm -f /tmp/f", "mkdir -p /tmp/d && touch /tmp/d/$X && ls /tmp/d", "f() { echo $X; }",
          "f", "alias q='echo quiet'", "shopt -s expand_aliases", "set -o noglob",
-         "set +o noglob", "umask 077; touch /tmp/u; ls -l /tmp/u | cut -c1-10"]
+         "set +o noglob", "umask 077; touch /tmp/u; ls -l /tmp/u | cut -c1-10", "cd -"]
 ALPHABETS = {
     "bash": SHELL,
     "ctf": SHELL,
@@ -46,7 +46,10 @@ ALPHABETS = {
                   "SET SESSION sql_mode = 'ANSI_QUOTES'", "SET SESSION sql_mode = DEFAULT",
                   "SELECT \"a\"", "SHOW TABLES", "DROP TABLE IF EXISTS t"],
 }
-SHELL_PROBE = "pwd; echo X=$X; cat /tmp/f; ls /tmp/d; alias; umask; declare -f; set -o | grep glob"
+# (OLDPWD and the shell's own descriptors: a restored shell starts as if started in its
+# directory, see inbox/shell.py Shell.begin)
+SHELL_PROBE = ("pwd; echo X=$X; cat /tmp/f; ls /tmp/d; alias; umask; declare -f; "
+               "set -o | grep glob; declare -p OLDPWD; ls /proc/$$/fd | tr '\\n' ' '")
 #: Actions that show the state (run after every sequence, so that any difference shows).
 PROBES = {
     "bash": [SHELL_PROBE],

@@ -93,10 +93,11 @@ LOOP = (
 # runs ``$1`` (then forgets it) on the loop's own line: see Shell.spawn
 PRELUDE = '{ eval "$1"; builtin set --; } </dev/null >/dev/null 2>&1; '
 GO_FD = 61  # a shell begun before the tree's restore reads its directory there (Shell.begin)
-# ... and goes there as if it had started in it (a new bash has an exported, empty OLDPWD)
-AWAIT_GO = ("IFS= builtin read -r -d '' -u %d __ic_cwd || builtin exit 1; builtin exec %d<&-; "
-            'builtin cd -- "$__ic_cwd" 2>/dev/null || builtin cd /; '
-            "builtin unset OLDPWD __ic_cwd; builtin declare -x OLDPWD; " % (GO_FD, GO_FD))
+# ... and goes there as if it had started in it (a new bash has an exported, empty OLDPWD;
+# no function or alias exists yet; ``builtin exec`` would not keep the descriptor closed)
+AWAIT_GO = ("IFS= read -r -d '' -u %d __ic_cwd || exit 1; exec %d<&-; "
+            'cd -- "$__ic_cwd" 2>/dev/null || cd /; unset OLDPWD __ic_cwd; declare -x OLDPWD; '
+            % (GO_FD, GO_FD))
 MAX_PRELUDE = 100000  # bytes: an argument's limit is 128 KiB
 
 
