@@ -46,7 +46,7 @@ SUITE = "bookworm"
 VARIANT = "minbase"
 # scripts/debian-packages.txt without what only the host needs (bubblewrap, the venv)
 BASE_PACKAGES = (
-    "python3", "bash", "coreutils", "findutils", "procps", "psmisc", "bsdmainutils",
+    "python3", "bash", "bash-static", "coreutils", "findutils", "procps", "psmisc", "bsdmainutils",
     "imagemagick", "dnsutils", "git", "tree", "net-tools", "iputils-ping", "curl", "cpio",
     "jq", "md5deep", "gzip", "tar", "mawk", "sed", "grep", "util-linux", "netbase",
 )
