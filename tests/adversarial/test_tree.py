@@ -136,6 +136,10 @@ SHAPES = {
     "xattrs": py("import os\nfor p in ('/', '/testbed', '/testbed/dir1', '/testbed/hello.c',"
                  " '/tmp', '/dev/shm'):\n    os.setxattr(p, 'user.x', b'1')\n"),
     "acls": py(ACL) + "; touch /testbed/dir1/made-under-default-acl",
+    # (the scans list no empty tmpfs directory: its size says it is empty, see tree.py)
+    "files-in-empty-dirs": "for d in /srv /opt /mnt /media /boot /run /var/tmp /var/log ~ "
+                           "/testbed/dir2; do echo x > $d/f; mkdir $d/e; ln -s / $d/l; "
+                           "done 2>/dev/null; mkdir -p /testbed/n && mv ~/f /testbed/n/",
     "scratch-mount": "mkdir -p /dev/shm/a/b && touch /dev/shm/a/b/c && "
                      "chmod 000 /dev/shm/a/b /dev/shm/a /dev/shm",
     "racing-background-job": "(while :; do rm -rf /testbed/r; mkdir -p /testbed/r/a; "

@@ -41,6 +41,26 @@ def kind_of(mode):
     return None
 
 
+# The size of an empty directory on tmpfs: the kernel counts 20 bytes per entry, "." and
+# ".." included, in a size no one can set; a scan lists no directory of that size.
+EMPTY_TMPFS_DIR = 40
+
+
+def on_tmpfs(dev):
+    """Whether the file system of device ``dev`` is a tmpfs (``/proc/self/mountinfo``)."""
+    want = "%d:%d" % (os.major(dev), os.minor(dev))
+    found = False
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                fields = line.split()
+                if len(fields) > 2 and fields[2] == want and " - " in line:
+                    found = line.split(" - ", 1)[1].split()[0] == "tmpfs"
+    except OSError:
+        return False
+    return found
+
+
 ENTRY_OVERHEAD = 256  # bytes a kept entry costs besides its payload (its tuple, its path)
 
 
@@ -60,6 +80,7 @@ class Tree(hashing.Hashing):
         self.root_dev = st.st_dev
         self.devs = frozenset((st.st_dev,))
         self.root_mode = stat.S_IMODE(st.st_mode) | 0o700
+        self.empty_size = EMPTY_TMPFS_DIR if on_tmpfs(st.st_dev) else None
         self.scratch_mounts = list(scratch_mounts)
         self.scratch_modes = {}
         for rel in self.scratch_mounts:
@@ -101,8 +122,11 @@ class Tree(hashing.Hashing):
         """
         found = {}
         stack = [("", os.lstat(self.root))]
+        empty = self.empty_size
         while stack:
             rel, st = stack.pop()
+            if st.st_size == empty:  # an empty tmpfs directory: nothing to list
+                continue
             granted = len(grants.changed)
             entries = fsops.list_dir(self.abspath(rel), st, grants, grants.bits)
             if opened is not None and len(grants.changed) > granted:
