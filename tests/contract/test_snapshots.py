@@ -46,10 +46,11 @@ ALPHABETS = {
                   "SET SESSION sql_mode = 'ANSI_QUOTES'", "SET SESSION sql_mode = DEFAULT",
                   "SELECT \"a\"", "SHOW TABLES", "DROP TABLE IF EXISTS t"],
 }
-# (OLDPWD and the shell's own descriptors: a restored shell starts as if started in its
+# (OLDPWD and the shell's own descriptors, listed by the shell itself (an `ls` in a
+# pipeline may see the pipe's descriptor): a restored shell starts as if started in its
 # directory, see inbox/shell.py Shell.begin)
 SHELL_PROBE = ("pwd; echo X=$X; cat /tmp/f; ls /tmp/d; alias; umask; declare -f; "
-               "set -o | grep glob; declare -p OLDPWD; ls /proc/$$/fd | tr '\\n' ' '")
+               "set -o | grep glob; declare -p OLDPWD; fds=(/proc/$$/fd/*); echo ${fds[@]##*/}")
 #: Actions that show the state (run after every sequence, so that any difference shows).
 PROBES = {
     "bash": [SHELL_PROBE],
