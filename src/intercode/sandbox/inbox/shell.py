@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from . import oomguard
+from . import oomguard, proto
 
 ACTION_FD = 63
 STATUS_FD = 62
@@ -97,6 +97,11 @@ PRELUDE = '{ eval "$1"; builtin set --; } </dev/null >/dev/null 2>&1; '
 # ``enable -f`` (loadable builtins) says "dynamic loading not available"; $BASH and $0 are
 # /bin/bash still. Programs the agent runs get /bin/bash.
 STATIC_BASH = "/bin/bash-static"
+# ... run as /proc/self/fd/<a descriptor opened when pid 1 starts>, never by its path: the
+# path goes through "/bin", a link in the agent's writable root that it may point at a
+# directory of its own, and a shell begun before the tree's restore (Shell.begin) would
+# otherwise run the agent's program, found in the tree the restore is about to undo
+PROGRAM_FD = 64  # the lowest number the held descriptor may take (above 60-63)
 GO_FD = 61  # a shell begun before the tree's restore reads its directory there (Shell.begin)
 # ... and goes there as if it had started in it (a new bash has an exported, empty OLDPWD;
 # no function or alias exists yet; ``builtin exec`` would not keep the descriptor closed)
@@ -134,6 +139,8 @@ class Shell:
         self.data = b""  # what the SQL engine starts with (the host's database images)
         self.zygote = None  # the Python interpreters' clean parent (see zygote)
         self.go_w = None  # the go pipe of a bash begun and waiting for its directory
+        # bash-static, held open from the start (see STATIC_BASH): None where it is not
+        self.static_exe = held_program(STATIC_BASH) if shell_path == "/bin/bash" else None
 
     def start_zygote(self):
         """Python: fork the interpreters' clean parent, before any episode's data exists
@@ -192,8 +199,11 @@ class Shell:
         bash takes about a millisecond to start): it waits, before it runs anything,
         for :meth:`go` to give it its directory. Its start reads nothing of the writable
         tree. Only called once every process of the agent's is gone (none can reach
-        it). Other shells: nothing (``False``)."""
-        if not isinstance(self.shell_path, str) or self.shell_path in FORKED:
+        it). Only bash-static, through the descriptor held since pid 1 started: any
+        other program is found by a path through the writable tree (``/bin``, and a
+        dynamic bash's loader and libraries through ``/lib64`` and ``/lib``), the
+        agent's still. Other shells: nothing (``False``), they start after the restore."""
+        if self.static_exe is None:
             return False
         self.abandon()
         root_searchable()
@@ -235,10 +245,7 @@ class Shell:
         argv = [self.shell_path, "--norc", "--noprofile", "-c", script, self.shell_path]
         if prelude is not None:
             argv.append(prelude)
-        exe = self.shell_path
-        if exe == "/bin/bash" and os.access(STATIC_BASH, os.X_OK):
-            exe = STATIC_BASH
-        return self._launch(argv, actions, exe)
+        return self._launch(argv, actions, self.static_exe or self.shell_path)
 
     def _launch(self, argv, actions=(), exe=None):
         """posix_spawn ``argv`` (``exe``: the program, else ``argv[0]``) as the shell: its
@@ -352,6 +359,21 @@ class Shell:
             return os.readlink("%d/cwd" % self.pid, dir_fd=PROC_FD)
         except OSError:
             return None
+
+
+def held_program(path):
+    """``/proc/self/fd/<n>`` of an executable ``path`` opened now (``O_PATH``, kept open
+    above the shell's descriptors), or ``None`` if there is none. Executed through that
+    name, the program is the file opened now whatever becomes of ``path`` later (a
+    spawned child's ``/proc/self`` is the child, which has the descriptor until its
+    ``exec``)."""
+    if not os.access(path, os.X_OK):
+        return None
+    try:
+        fd = proto.move_high(os.open(path, os.O_PATH | os.O_CLOEXEC), PROGRAM_FD)
+    except OSError:
+        return None
+    return "/proc/self/fd/%d" % fd
 
 
 def root_searchable():

@@ -1,0 +1,90 @@
+"""Attacks on the shells a restore or a reset starts before the tree is restored.
+
+Once every process of the agent's is killed, pid 1 starts the next Bash shell (which
+waits for its directory on descriptor 61) and restores the tree meanwhile; a Python
+restore has the held copy fork the new interpreter, which waits for the supervisor's
+go. What the agent left in the tree, still there while these start, must not decide
+what they run, and they must come up as if started after the restore.
+"""
+
+from __future__ import annotations
+
+import pytest
+from backends import backends, need
+
+import intercode
+from intercode import testing
+from intercode.envs.bash import BashEnv
+from intercode.sandbox.limits import Limits
+
+# "/bin" is a link (to usr/bin) in the agent's writable root: pointed at a directory of
+# the agent's, whose "bash-static" (and "bash") export a marker and exec the real shell
+SWAP_BIN = (
+    "mkdir -p /tmp/evil && printf '#!/usr/bin/bash-static\\nexport LEAKED=agent\\n"
+    "exec /usr/bin/bash-static \"$@\"\\n' > /tmp/evil/bash-static && "
+    "chmod +x /tmp/evil/bash-static && cp /tmp/evil/bash-static /tmp/evil/bash && "
+    "rm /bin && ln -s /tmp/evil /bin && readlink /bin")
+PROBE = "echo ${LEAKED-clean} $(readlink /bin) $BASH $0; readlink /proc/$$/exe"
+CLEAN = "clean usr/bin /bin/bash /bin/bash\n/usr/bin/bash-static\n"
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_a_swapped_bin_link_does_not_choose_the_restored_or_reset_shell(backend):
+    """The shell begun before the tree's restore was found by its path, through the
+    agent's ``/bin`` (a link in the writable root), still the agent's then: a restore (and
+    a reset) ran the agent's program as the next shell, with a state (an exported
+    variable, any process it left) from the branch the restore undoes. The program is
+    now the one opened when pid 1 started (``/proc/self/fd/<n>``)."""
+    need(backend)
+    env = BashEnv("nl2bash-fs1", backend=backend, limits=Limits(timeout=20))
+    try:
+        env.reset(options={"task": 0})
+        assert env.step(PROBE)[0] == CLEAN
+        snap = env.snapshot()
+        assert env.step(SWAP_BIN)[0] == "/tmp/evil\n"
+        env.restore(snap)
+        assert env.step(PROBE)[0] == CLEAN
+        box = env._sandbox("agent")
+        assert box.run(SWAP_BIN).output == "/tmp/evil\n"
+        box.reset()
+        assert box.run(PROBE).output == CLEAN
+        env.reset(options={"task": 1})
+        assert env.step(PROBE)[0] == CLEAN
+    finally:
+        env.close()
+
+
+# a snapshot's shell state that runs code as soon as it is replayed (a DEBUG and an ERR
+# trap, ``set -x`` with a PS4 that runs a command): had any of it run before the tree was
+# restored, it could have seen the later branch's file (a race), and it would have run
+# while the shell still had the descriptor it waits on for its directory (61): either is
+# kept in a variable
+EARLY_STATE = (
+    "trap '[[ -e /tmp/later || -e /proc/self/fd/61 ]] && EARLY+=debug' DEBUG; "
+    "trap '[[ -e /tmp/later || -e /proc/self/fd/61 ]] && EARLY+=err' ERR; "
+    "PS4='+${EARLY_PS4:=$([[ -e /tmp/later || -e /proc/$$/fd/61 ]] && echo ps4)}'; set -x; "
+    "cd \"$(printf '/tmp/odd\\nname \\377')\"")
+
+
+def test_a_shell_state_that_runs_code_at_once_runs_it_on_the_restored_tree():
+    """A restored shell's state (traps, ``set -x`` with a ``PS4`` that runs a command, a
+    directory with a newline and a non-UTF-8 byte in its name) is replayed only after
+    the tree is restored: none of it sees a file of the later branch; the shell is in
+    that directory and holds no go descriptor (61)."""
+    env = intercode.make("bash", dataset=testing.small_dataset("bash")).unwrapped
+    try:
+        env.reset(options={"task": 0})
+        env.step("mkdir \"$(printf '/tmp/odd\\nname \\377')\"")
+        env.step(EARLY_STATE)
+        snap = env.snapshot()
+        env.step("set +x; trap - DEBUG ERR; cd /; touch /tmp/later")
+        env.restore(snap)
+        env.step("set +x; trap - DEBUG ERR")
+        out = env.step("echo \"[$EARLY$EARLY_PS4]\"; pwd | od -c | head -1; "
+                       "ls /proc/$$/fd | sort -n | tr '\\n' ' '")[0]
+        lines = out.splitlines()
+        assert lines[0] == "[]", out  # no trap saw the later branch's file
+        assert "\\n   n   a   m   e     377" in lines[1], out
+        assert "61" not in lines[-1].split(), out  # the go descriptor is closed for good
+    finally:
+        env.close()
