@@ -88,3 +88,81 @@ def test_a_shell_state_that_runs_code_at_once_runs_it_on_the_restored_tree():
         assert "61" not in lines[-1].split(), out  # the go descriptor is closed for good
     finally:
         env.close()
+
+
+# Python: the agent's code patches what the held copy and the new interpreter call
+# before the go (they share its modules). Run before the snapshot; after it, the later
+# "solve" (``f`` returning "new", in a file the restore removes) is written and pushed.
+PATCH_SIGWAIT = r'''
+import signal, builtins
+_real = signal.sigwaitinfo
+def _fake(sigs, _real=_real):
+    sigs = set(sigs)
+    while True:
+        info = _real(sigs | {signal.SIGUSR2} if signal.SIGUSR1 in sigs else sigs)
+        if signal.SIGUSR1 in sigs and info.si_signo == signal.SIGUSR2:
+            exec(open('/tmp/sol.py').read(), builtins._G)  # the later state, pushed
+            open('/tmp/pushed', 'w').close()
+            continue
+        if signal.SIGUSR2 in sigs and signal.SIGUSR1 not in sigs:  # before the go
+            builtins._G['EARLY'] = sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))[:1]
+        return info
+builtins._G = globals()
+signal.sigwaitinfo = _fake
+'''
+# an at-fork hook that starts a thread in the copy (os.fork runs the hooks: the
+# interpreter runs a second thread at the hold), which pushes the later state
+PATCH_ATFORK = r'''
+import os, threading, time, builtins
+def _hook():
+    def watch():
+        while not os.path.exists('/tmp/sol.py'):
+            time.sleep(0.01)
+        exec(open('/tmp/sol.py').read(), builtins._G)
+        open('/tmp/pushed', 'w').close()
+    threading.Thread(target=watch, daemon=True).start()
+os.register_at_fork(after_in_child=_hook)
+builtins._G = globals()
+threading.Thread(target=time.sleep, args=(1e6,), daemon=True).start()
+'''
+# after the snapshot: the later solve, a SIGUSR2 to the held copies, then a wait (bounded)
+# for the copy to say it took it
+PUSH = (
+    "import os, signal, time\nme = os.getpid()\n"
+    "open('/tmp/sol.py', 'w').write(\"def f():\\n    return 'new'\\n\")\n"
+    "for n in os.listdir('/proc'):\n"
+    "    if n.isdigit() and int(n) != me and "
+    "open('/proc/%s/stat' % n).read().rsplit(')', 1)[1].split()[1] == str(me):\n"
+    "        os.kill(int(n), signal.SIGUSR2)\n"
+    "for _ in range(300):\n"
+    "    if os.path.exists('/tmp/pushed'):\n"
+    "        break\n"
+    "    time.sleep(0.01)\n")
+
+
+@pytest.mark.parametrize("patch", ["sigwaitinfo", "at-fork hook"])
+def test_a_patched_interpreter_runs_nothing_in_its_held_copy(patch):
+    """The held copy called ``signal.sigwaitinfo``, the agent's to patch (the module is
+    shared): the patch ran in the copy (it took a later solve and the restore gave it)
+    and in the new interpreter before its go (while the tree was still being restored).
+    An at-fork hook started a thread in the copy that did the same. The copy now calls
+    only functions taken when its module was imported, and a copy with a thread in it
+    is dropped: the restore gives the snapshot's state or says the snapshot is lost."""
+    from intercode.errors import SnapshotError
+
+    env = intercode.make("python", dataset=testing.small_dataset("python")).unwrapped
+    try:
+        env.reset(options={"task": 0})
+        env.step("def f():\n    return 'old'\n")
+        env.step(PATCH_SIGWAIT if patch == "sigwaitinfo" else PATCH_ATFORK)
+        snap = env.snapshot()
+        env.step(PUSH)
+        try:
+            env.restore(snap)
+        except SnapshotError as exc:  # the copy with a thread of the agent's is dropped
+            assert patch == "at-fork hook" and "gone" in str(exc), exc
+            return
+        assert env.step("print(f(), globals().get('EARLY'))")[0] == "old None\n"
+        assert env.step("1 + 1")[0] == "2\n"
+    finally:
+        env.close()
