@@ -140,6 +140,23 @@ SHAPES = {
     "files-in-empty-dirs": "for d in /srv /opt /mnt /media /boot /run /var/tmp /var/log ~ "
                            "/testbed/dir2; do echo x > $d/f; mkdir $d/e; ln -s / $d/l; "
                            "done 2>/dev/null; mkdir -p /testbed/n && mv ~/f /testbed/n/",
+    # every other way to put an entry in an empty directory (each raises its size): a
+    # whiteout left by renameat2(RENAME_WHITEOUT) (unprivileged since Linux 5.8), a
+    # RENAME_EXCHANGE of a file with an empty directory, RENAME_NOREPLACE, a hard link, a
+    # socket, a fifo, a thousand files less all but one
+    "renameat2-and-specials-in-empty-dirs": py(
+        "import ctypes, os, socket\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "def r2(a, b, flags):\n"
+        "    return libc.renameat2(-100, a.encode(), -100, b.encode(), flags)\n"
+        "open('/srv/f', 'w').close(); r2('/srv/f', '/tmp/w1', 4)\n"
+        "os.mkdir('/opt/d'); r2('/opt/d', '/tmp/w2', 4)\n"
+        "open('/testbed/x', 'w').close(); r2('/testbed/x', '/mnt', 2)\n"
+        "open('/tmp/n', 'w').close(); r2('/tmp/n', '/media/n', 1)\n"
+        "os.link('/testbed/hello.c', '/run/h')\n"
+        "socket.socket(socket.AF_UNIX).bind('/var/tmp/s')\n"
+        "os.mkfifo(os.path.expanduser('~/p'))\n"
+        "for i in range(1000):\n    open('/boot/%d' % i, 'w').close()\n"
+        "for i in range(999):\n    os.unlink('/boot/%d' % i)\n"),
     "scratch-mount": "mkdir -p /dev/shm/a/b && touch /dev/shm/a/b/c && "
                      "chmod 000 /dev/shm/a/b /dev/shm/a /dev/shm",
     "racing-background-job": "(while :; do rm -rf /testbed/r; mkdir -p /testbed/r/a; "
