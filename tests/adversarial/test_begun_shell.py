@@ -24,8 +24,8 @@ SWAP_BIN = (
     "exec /usr/bin/bash-static \"$@\"\\n' > /tmp/evil/bash-static && "
     "chmod +x /tmp/evil/bash-static && cp /tmp/evil/bash-static /tmp/evil/bash && "
     "rm /bin && ln -s /tmp/evil /bin && readlink /bin")
-PROBE = "echo ${LEAKED-clean} $(readlink /bin) $BASH $0; readlink /proc/$$/exe"
-CLEAN = "clean usr/bin /bin/bash /bin/bash\n/usr/bin/bash-static\n"
+PROBE = "echo ${LEAKED-clean} $(readlink /bin) $BASH $0; readlink /proc/$$/exe; cat /proc/$$/comm"
+CLEAN = "clean usr/bin /bin/bash /bin/bash\n/usr/bin/bash-static\nbash-static\n"
 
 
 @pytest.mark.parametrize("backend", backends())
@@ -34,7 +34,9 @@ def test_a_swapped_bin_link_does_not_choose_the_restored_or_reset_shell(backend)
     agent's ``/bin`` (a link in the writable root), still the agent's then: a restore (and
     a reset) ran the agent's program as the next shell, with a state (an exported
     variable, any process it left) from the branch the restore undoes. The program is
-    now the one opened when pid 1 started (``/proc/self/fd/<n>``)."""
+    now found by its real path when pid 1 starts, and begun before a restore only if no
+    name on that path can change (``/usr/bin/bash-static``: ``/usr`` a read-only mount);
+    the process is named as before (``ps``, ``pstree``)."""
     need(backend)
     env = BashEnv("nl2bash-fs1", backend=backend, limits=Limits(timeout=20))
     try:
@@ -52,6 +54,21 @@ def test_a_swapped_bin_link_does_not_choose_the_restored_or_reset_shell(backend)
         assert env.step(PROBE)[0] == CLEAN
     finally:
         env.close()
+
+
+def test_a_program_on_a_path_the_agent_could_change_is_not_begun_early(tmp_path):
+    """Only a program whose path no one can change (first directory a mount point, every
+    directory read-only) is begun before a restore: one in a writable directory, behind a
+    link, or missing is not (its shell starts after the restore, as before)."""
+    from intercode.sandbox.inbox.shell import fixed_program
+
+    prog = tmp_path / "bash-static"
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o755)
+    (tmp_path / "link").symlink_to(prog)
+    assert fixed_program(str(prog)) is None
+    assert fixed_program(str(tmp_path / "link")) is None
+    assert fixed_program(str(tmp_path / "missing")) is None
 
 
 # a snapshot's shell state that runs code as soon as it is replayed (a DEBUG and an ERR
