@@ -183,3 +183,38 @@ def test_a_patched_interpreter_runs_nothing_in_its_held_copy(patch):
         assert env.step("1 + 1")[0] == "2\n"
     finally:
         env.close()
+
+
+# the agent stops its held copy, and once it is stopped sends it a SIGUSR1 of its own,
+# which stays pending
+STOP_AND_SIGNAL_HELD = r'''
+import os, signal, time
+me = os.getpid()
+held = [int(n) for n in os.listdir('/proc') if n.isdigit() and int(n) != me
+        and open('/proc/%s/stat' % n).read().rsplit(')', 1)[1].split()[1] == str(me)]
+for p in held:
+    os.kill(p, signal.SIGSTOP)
+    while open('/proc/%d/stat' % p).read().rsplit(')', 1)[1].split()[0] != 'T':
+        time.sleep(0.01)
+    os.kill(p, signal.SIGUSR1)
+print(len(held))
+'''
+
+
+def test_a_resume_signal_left_pending_in_a_held_copy_does_not_fail_the_restore():
+    """A SIGUSR1 of the agent's, left pending in its stopped held copy, swallowed the
+    supervisor's (a pending signal is not queued twice): the copy, continued, took the
+    agent's, ignored it and waited on; the restore waited five seconds and failed as an
+    infrastructure error. The supervisor now waits for the copy to take the pending one
+    before it sends its own."""
+    env = intercode.make("python", dataset=testing.small_dataset("python")).unwrapped
+    try:
+        env.reset(options={"task": 0})
+        env.step("x = 'snapshot'")
+        snap = env.snapshot()
+        env.step("x = 'later'")
+        assert env.step(STOP_AND_SIGNAL_HELD)[0] == "1\n"
+        env.restore(snap)
+        assert env.step("print(x)")[0] == "snapshot\n"
+    finally:
+        env.close()
