@@ -107,6 +107,39 @@ def test_a_shell_state_that_runs_code_at_once_runs_it_on_the_restored_tree():
         env.close()
 
 
+# (set-up in the snapshot, action after it, where the restored shell is): as a shell
+# started after the restore in that directory (pid 1 could not enter it either: "/")
+CWDS = {
+    "root locked": ("cd /tmp", "chmod 000 /", "/tmp"),
+    "unsearchable": ("mkdir -p /tmp/L && cd /tmp/L && chmod 000 /tmp/L", "true", "/"),
+    "deleted": ("mkdir -p /tmp/D && cd /tmp/D && rmdir /tmp/D", "true", "/"),
+    "through a link": ("mkdir -p /tmp/r && ln -sfn /tmp/r /tmp/s && cd /tmp/s", "rm /tmp/s",
+                       "/tmp/r"),
+    "ending in a newline": ("mkdir $'/tmp/t\\n ' && cd $'/tmp/t\\n '", "cd /", "$'/tmp/t\\n '"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CWDS))
+def test_a_restored_shell_is_in_its_directory_as_if_started_there(case):
+    """The begun shell goes to its directory once the tree is restored: a root the agent
+    locked, a directory no one may search, one deleted, one reached through a link, one
+    whose name ends in a newline and a space: where a shell started there after the
+    restore is."""
+    setup, later, where = CWDS[case]
+    env = intercode.make("bash", dataset=testing.small_dataset("bash")).unwrapped
+    try:
+        env.reset(options={"task": 0})
+        env.step(setup)
+        snap = env.snapshot()
+        env.step(later)
+        env.restore(snap)
+        out = env.step("printf '%q\\n' \"$PWD\"; [ \"$PWD\" -ef . ] && echo here; "
+                       "stat -c %a /")[0]
+        assert out == f"{where}\nhere\n755\n", out
+    finally:
+        env.close()
+
+
 # Python: the agent's code patches what the held copy and the new interpreter call
 # before the go (they share its modules). Run before the snapshot; after it, the later
 # "solve" (``f`` returning "new", in a file the restore removes) is written and pushed.
