@@ -9,6 +9,7 @@ and the next episode starts from exactly the pristine tree, where the gold score
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -288,3 +289,27 @@ def test_an_earlier_episode_does_not_change_listing_order_or_the_score(earlier):
     finally:
         fresh.close()
         worn.close()
+
+
+@pytest.mark.parametrize("line, tmpfs", [
+    # a mount point whose name holds " - tmpfs ": the kernel escapes its spaces (\040)
+    ("70 62 0:99 / /a\\040-\\040tmpfs\\040b rw,nosuid shared:1 - ext4 /dev/vda rw\n", False),
+    # a root (a bind of a directory) with " - tmpfs " in its name, and optional fields
+    ("70 62 0:99 /x\\040-\\040tmpfs /mnt rw master:2 shared:3 - xfs /dev/vdb rw\n", False),
+    # a tmpfs whose source is named like another type
+    ("70 62 0:99 / /m rw - tmpfs ext4 rw,size=4k\n", True),
+])
+def test_the_tmpfs_check_reads_the_file_system_type_not_a_path(monkeypatch, line, tmpfs):
+    """Scans skip directories of size 40 only on a tmpfs (``on_tmpfs``), read from
+    ``/proc/self/mountinfo``: no mount point, root or source name can pass for the
+    separator (`` - ``) or the type (the agent cannot mount, but the parser must hold)."""
+    import io
+
+    from intercode.sandbox.inbox import tree
+
+    other = "1 0 0:98 / / rw - tmpfs tmpfs rw\n"
+    monkeypatch.setattr(tree, "open", lambda *a, **k: io.StringIO(other + line),
+                        raising=False)
+    assert tree.on_tmpfs(os.makedev(0, 99)) is tmpfs
+    assert tree.on_tmpfs(os.makedev(0, 98)) is True
+    assert tree.on_tmpfs(os.makedev(0, 97)) is False
