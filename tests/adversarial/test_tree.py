@@ -9,6 +9,7 @@ and the next episode starts from exactly the pristine tree, where the gold score
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -140,6 +141,23 @@ SHAPES = {
     "files-in-empty-dirs": "for d in /srv /opt /mnt /media /boot /run /var/tmp /var/log ~ "
                            "/testbed/dir2; do echo x > $d/f; mkdir $d/e; ln -s / $d/l; "
                            "done 2>/dev/null; mkdir -p /testbed/n && mv ~/f /testbed/n/",
+    # every other way to put an entry in an empty directory (each raises its size): a
+    # whiteout left by renameat2(RENAME_WHITEOUT) (unprivileged since Linux 5.8), a
+    # RENAME_EXCHANGE of a file with an empty directory, RENAME_NOREPLACE, a hard link, a
+    # socket, a fifo, a thousand files less all but one
+    "renameat2-and-specials-in-empty-dirs": py(
+        "import ctypes, os, socket\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "def r2(a, b, flags):\n"
+        "    return libc.renameat2(-100, a.encode(), -100, b.encode(), flags)\n"
+        "open('/srv/f', 'w').close(); r2('/srv/f', '/tmp/w1', 4)\n"
+        "os.mkdir('/opt/d'); r2('/opt/d', '/tmp/w2', 4)\n"
+        "open('/testbed/x', 'w').close(); r2('/testbed/x', '/mnt', 2)\n"
+        "open('/tmp/n', 'w').close(); r2('/tmp/n', '/media/n', 1)\n"
+        "os.link('/testbed/hello.c', '/run/h')\n"
+        "socket.socket(socket.AF_UNIX).bind('/var/tmp/s')\n"
+        "os.mkfifo(os.path.expanduser('~/p'))\n"
+        "for i in range(1000):\n    open('/boot/%d' % i, 'w').close()\n"
+        "for i in range(999):\n    os.unlink('/boot/%d' % i)\n"),
     "scratch-mount": "mkdir -p /dev/shm/a/b && touch /dev/shm/a/b/c && "
                      "chmod 000 /dev/shm/a/b /dev/shm/a /dev/shm",
     "racing-background-job": "(while :; do rm -rf /testbed/r; mkdir -p /testbed/r/a; "
@@ -271,3 +289,27 @@ def test_an_earlier_episode_does_not_change_listing_order_or_the_score(earlier):
     finally:
         fresh.close()
         worn.close()
+
+
+@pytest.mark.parametrize("line, tmpfs", [
+    # a mount point whose name holds " - tmpfs ": the kernel escapes its spaces (\040)
+    ("70 62 0:99 / /a\\040-\\040tmpfs\\040b rw,nosuid shared:1 - ext4 /dev/vda rw\n", False),
+    # a root (a bind of a directory) with " - tmpfs " in its name, and optional fields
+    ("70 62 0:99 /x\\040-\\040tmpfs /mnt rw master:2 shared:3 - xfs /dev/vdb rw\n", False),
+    # a tmpfs whose source is named like another type
+    ("70 62 0:99 / /m rw - tmpfs ext4 rw,size=4k\n", True),
+])
+def test_the_tmpfs_check_reads_the_file_system_type_not_a_path(monkeypatch, line, tmpfs):
+    """Scans skip directories of size 40 only on a tmpfs (``on_tmpfs``), read from
+    ``/proc/self/mountinfo``: no mount point, root or source name can pass for the
+    separator (`` - ``) or the type (the agent cannot mount, but the parser must hold)."""
+    import io
+
+    from intercode.sandbox.inbox import tree
+
+    other = "1 0 0:98 / / rw - tmpfs tmpfs rw\n"
+    monkeypatch.setattr(tree, "open", lambda *a, **k: io.StringIO(other + line),
+                        raising=False)
+    assert tree.on_tmpfs(os.makedev(0, 99)) is tmpfs
+    assert tree.on_tmpfs(os.makedev(0, 98)) is True
+    assert tree.on_tmpfs(os.makedev(0, 97)) is False

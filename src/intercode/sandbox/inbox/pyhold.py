@@ -29,15 +29,32 @@ id). It also leaves ``os.register_at_fork`` hooks unrun, so that ``random`` is n
 reseeded: a restored interpreter's random state is the snapshot's.
 """
 
+import _signal
 import gc
 import os
 import signal
 import sys
 
-_raw = []  # libc's fork, called with the GIL held (ctypes.PyDLL); empty: not loaded yet
+# What the held copy and the new interpreter call before the go, taken when this module is
+# imported (before any of the agent's code ran): the agent shares these modules with
+# them, and a patched ``signal.sigwaitinfo`` (or a function of ``os``, ``gc``, ``sys``,
+# ``threading``, a builtin, ``builtins.__import__`` at an ``import``) ran its code in the
+# held copy (it pushed a later state into it) and in the new interpreter before its go.
+# The C functions of ``_signal`` (those of ``signal`` wrap their sets in ``Signals``
+# through a function of that module): sets of plain ints.
+_sigwaitinfo = _signal.sigwaitinfo
+_sigmask = _signal.pthread_sigmask
+_all_signals = _signal.valid_signals
+SIG_BLOCK, SIG_SETMASK = int(signal.SIG_BLOCK), int(signal.SIG_SETMASK)
+SIGUSR1, SIGUSR2, SIGCHLD = int(signal.SIGUSR1), int(signal.SIGUSR2), int(signal.SIGCHLD)
+_gc_enable, _gc_disable, _gc_isenabled = gc.enable, gc.disable, gc.isenabled
+_os_fork, _waitpid, _exit, _getppid = os.fork, os.waitpid, os._exit, os.getppid
+_frames = sys._current_frames
+_len = len
+
+_raw = []  # (libc's fork, called holding the GIL: PyDLL; ctypes.get_errno); empty: not yet
 _clone = []  # see _clone_setup; [None]: unusable here; empty: not looked at yet
 _prctl = []  # libc's prctl ([None]: not here); empty: not loaded yet
-_every = []  # [every valid signal]; empty: not built yet
 CLONE_PARENT = 0x00008000
 PR_SET_DUMPABLE = 4
 CLONE_SYSCALL = {"x86_64": 56, "aarch64": 220}  # clone's flags are its first argument on both
@@ -46,10 +63,11 @@ TID_OFFSETS = {"x86_64": 0x2D0, "aarch64": 0xD0}
 TID_SCAN = 0x800  # bytes of the descriptor searched when the known offset does not hold it
 
 
-def _fork():
-    """``fork(2)`` while this interpreter runs one thread, else ``os.fork()``."""
-    if len(sys._current_frames()) != 1:
-        return os.fork()
+def _fork(fix=True):
+    """``fork(2)`` while this interpreter runs one thread, else ``os.fork()`` (``fix``:
+    the child sets its thread's native id, see :func:`_fix_native_id`)."""
+    if _len(_frames()) != 1:
+        return _os_fork()
     if not _raw:
         try:
             import ctypes
@@ -57,19 +75,17 @@ def _fork():
             fork = ctypes.PyDLL(None, use_errno=True).fork
             fork.restype = ctypes.c_int
             fork.argtypes = []
-            _raw.append(fork)
+            _raw.append((fork, ctypes.get_errno))
         except (ImportError, OSError, AttributeError):
             _raw.append(None)
-    fork = _raw[0]
-    if fork is None:
-        return os.fork()
+    if _raw[0] is None:
+        return _os_fork()
+    fork, get_errno = _raw[0]
     pid = fork()
     if pid < 0:
-        import ctypes
-
-        errno = ctypes.get_errno()
+        errno = get_errno()
         raise OSError(errno, os.strerror(errno))
-    if pid == 0:
+    if pid == 0 and fix:
         _fix_native_id()
     return pid
 
@@ -119,28 +135,27 @@ def _clone_setup():
             if len(found) != 1:
                 return None
             offset = found[0]
-        return syscall, CLONE_SYSCALL[machine], base + offset, gettid
+        return syscall, CLONE_SYSCALL[machine], base + offset, gettid, ctypes.c_int32
     except (ImportError, OSError, AttributeError, ValueError):
         return None
 
 
-def _sibling():
+def _sibling(fix=True):
     """A copy of this process made a child of this process's parent: its pid here, 0 in
     the copy, ``None`` if this cannot be done here (``clone(CLONE_PARENT)``; a process
-    running one thread only)."""
+    running one thread only). ``fix``: see :func:`_fork`."""
     if not _clone:
         _clone.append(_clone_setup())
-    if _clone[0] is None or len(sys._current_frames()) != 1:
+    if _clone[0] is None or _len(_frames()) != 1:
         return None
-    import ctypes
-
-    syscall, number, tid_at, gettid = _clone[0]
-    pid = syscall(number, CLONE_PARENT | signal.SIGCHLD, 0, 0, 0, 0)
+    syscall, number, tid_at, gettid, int32 = _clone[0]
+    pid = syscall(number, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0)
     if pid < 0:
         return None
     if pid == 0:
-        ctypes.c_int32.from_address(tid_at).value = gettid()
-        _fix_native_id()
+        int32.from_address(tid_at).value = gettid()
+        if fix:
+            _fix_native_id()
     return pid
 
 
@@ -153,26 +168,30 @@ def hold(flush):
     flush()
     if not _clone:  # found once, inherited by the copies (same memory layout)
         _clone.append(_clone_setup())
-    supervisor = os.getppid()  # the interpreter is the supervisor's child (or adopted by it)
-    if not _every:
-        _every.append(frozenset(signal.valid_signals()))  # (building it takes ~0.1 ms)
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _every[0])
+    supervisor = _getppid()  # the interpreter is the supervisor's child (or adopted by it)
+    mask = _sigmask(SIG_BLOCK, _all_signals())
     _dumpable(False)
     try:
-        pid = _fork()
+        pid = _fork(fix=False)  # the copy's native id is set when it is resumed
     except BaseException:
         pid = -1
         raise
     finally:
         if pid != 0:  # the interpreter: as it was (signals sent meanwhile come now)
             _dumpable(True)
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            _sigmask(SIG_SETMASK, mask)
     if pid:
         return pid
+    if _len(_frames()) != 1:
+        # a thread in the copy, just forked: one an at-fork hook of the agent's started
+        # (``os.fork`` runs them: the interpreter ran several threads), to push a later
+        # state into it; the snapshot is lost (its restore says so)
+        _exit(1)
     try:
         _wait(supervisor, mask)
     except BaseException:
-        os._exit(1)
+        _exit(1)
+    _fix_native_id()  # the agent's code may run here: the go has come (see _wait)
     return None
 
 
@@ -199,20 +218,22 @@ def _wait(supervisor, mask):
     the same user, may signal the copy too). The new interpreter starts with no pending
     signal (a new process's) and gets the interpreter's signal mask (``mask``), garbage
     collection and dumpability back; its handlers were never changed."""
-    collecting = gc.isenabled()
-    gc.disable()
+    collecting = _gc_isenabled()
+    _gc_disable()
     while True:
-        info = signal.sigwaitinfo({signal.SIGUSR1})
+        info = _sigwaitinfo({SIGUSR1})
         if info.si_pid != supervisor:
             continue
-        pid = _sibling()
+        if _len(_frames()) != 1:  # a thread of the agent's (see hold): the snapshot is lost
+            _exit(1)
+        pid = _sibling(fix=False)
         if pid is None:
             pid = _orphan()
         if pid == 0:
             _await_go(supervisor)
             if collecting:
-                gc.enable()
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask - {signal.SIGUSR1})
+                _gc_enable()
+            _sigmask(SIG_SETMASK, mask - {SIGUSR1})
             _dumpable(True)
             return
 
@@ -221,7 +242,7 @@ def _await_go(supervisor):
     """In a new interpreter: wait, still quiet, for the supervisor's ``SIGUSR2``, sent
     once it has restored the snapshot's tree (it restores it while this fork runs)."""
     while True:
-        info = signal.sigwaitinfo({signal.SIGUSR2})
+        info = _sigwaitinfo({SIGUSR2})
         if info.si_pid == supervisor:
             return
 
@@ -229,10 +250,10 @@ def _await_go(supervisor):
 def _orphan():
     """A copy of this process adopted by the supervisor (through an intermediate one
     that exits at once): 0 in the copy, -1 here (its pid is not known)."""
-    middle = _fork()
+    middle = _fork(fix=False)
     if middle == 0:
-        if _fork():
-            os._exit(0)
+        if _fork(fix=False):
+            _exit(0)
         return 0
-    os.waitpid(middle, 0)
+    _waitpid(middle, 0)
     return -1

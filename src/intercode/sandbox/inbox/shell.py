@@ -100,6 +100,12 @@ PRELUDE = '{ eval "$1"; builtin set --; } </dev/null >/dev/null 2>&1; '
 # ``enable -f`` (loadable builtins) says "dynamic loading not available"; $BASH and $0 are
 # /bin/bash still. Programs the agent runs get /bin/bash.
 STATIC_BASH = "/bin/bash-static"
+# ... run by its real path (/usr/bin/bash-static), found when pid 1 starts, and only if
+# nothing of the agent's can change what that path names (see fixed_program): "/bin" is a
+# link in the agent's writable root that it may point at a directory of its own, and a
+# shell begun before the tree's restore (Shell.begin) ran the agent's program, found in
+# the tree the restore was about to undo. (Not /proc/self/fd/<n>: the kernel names a
+# process after the file name it executes, and ps and pstree would show the shell as "<n>")
 GO_FD = 61  # a shell begun before the tree's restore reads its directory there (Shell.begin)
 # ... and goes there as if it had started in it (a new bash has an exported, empty OLDPWD;
 # no function or alias exists yet; ``builtin exec`` would not keep the descriptor closed)
@@ -137,6 +143,8 @@ class Shell:
         self.data = b""  # what the SQL engine starts with (the host's database images)
         self.zygote = None  # the Python interpreters' clean parent (see zygote)
         self.go_w = None  # the go pipe of a bash begun and waiting for its directory
+        # bash-static's fixed path, found at the start (see STATIC_BASH): None where none
+        self.static_exe = fixed_program(STATIC_BASH) if shell_path == "/bin/bash" else None
 
     def start_zygote(self):
         """Python: fork the interpreters' clean parent, before any episode's data exists
@@ -195,8 +203,12 @@ class Shell:
         bash takes about a millisecond to start): it waits, before it runs anything,
         for :meth:`go` to give it its directory. Its start reads nothing of the writable
         tree. Only called once every process of the agent's is gone (none can reach
-        it). Other shells: nothing (``False``)."""
-        if not isinstance(self.shell_path, str) or self.shell_path in FORKED:
+        it). Only bash-static, by a path the agent cannot change (see
+        :func:`fixed_program`): any other program is found through the writable tree
+        (``/bin``, and a dynamic bash's loader and libraries through ``/lib64`` and
+        ``/lib``), the agent's still. Other shells: nothing (``False``), they start after
+        the restore."""
+        if self.static_exe is None:
             return False
         self.abandon()
         root_searchable()
@@ -238,10 +250,7 @@ class Shell:
         argv = [self.shell_path, "--norc", "--noprofile", "-c", script, self.shell_path]
         if prelude is not None:
             argv.append(prelude)
-        exe = self.shell_path
-        if exe == "/bin/bash" and os.access(STATIC_BASH, os.X_OK):
-            exe = STATIC_BASH
-        return self._launch(argv, actions, exe)
+        return self._launch(argv, actions, self.static_exe or self.shell_path)
 
     def _launch(self, argv, actions=(), exe=None):
         """posix_spawn ``argv`` (``exe``: the program, else ``argv[0]``) as the shell: its
@@ -355,6 +364,29 @@ class Shell:
             return os.readlink("%d/cwd" % self.pid, dir_fd=PROC_FD)
         except OSError:
             return None
+
+
+def fixed_program(path):
+    """The real path of the executable ``path`` if nothing of the agent's can change what
+    it names, else ``None``: its first directory is a mount point (a name in the root
+    that cannot be renamed or removed: ``EBUSY``) and every directory on it is on a
+    read-only mount (where no entry can change). Called when pid 1 starts, before any of
+    the agent's code: ``/bin/bash-static`` is ``/usr/bin/bash-static`` (``/usr`` a
+    read-only bind mount on both backends)."""
+    real = os.path.realpath(path)
+    if not os.access(real, os.X_OK) or os.path.islink(real):
+        return None
+    parts = real.strip("/").split("/")
+    try:
+        if len(parts) < 2 or os.lstat("/" + parts[0]).st_dev == os.lstat("/").st_dev:
+            return None
+        for depth in range(1, len(parts)):
+            where = "/" + "/".join(parts[:depth])
+            if os.path.islink(where) or not os.statvfs(where).f_flag & os.ST_RDONLY:
+                return None
+    except OSError:
+        return None
+    return real
 
 
 def root_searchable():

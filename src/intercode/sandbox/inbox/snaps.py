@@ -43,6 +43,19 @@ def parent_of(pid):
     return int(fields[1])
 
 
+def signal_pending(pid, sig):
+    """Whether signal ``sig`` is pending for process ``pid`` (``False`` if it is gone)."""
+    try:
+        status = shell.proc_read("%d/status" % pid)
+    except OSError:
+        return False
+    bit = 1 << (sig - 1)
+    for line in status.splitlines():
+        if line.startswith((b"SigPnd:", b"ShdPnd:")) and int(line.split()[1], 16) & bit:
+            return True
+    return False
+
+
 class Snapshots:
     """Mixed into the supervisor: its ``tree``, ``shell``, ``_kill`` and ``_spawn_shell``."""
 
@@ -277,6 +290,13 @@ class Snapshots:
                 os.kill(held, signal.SIGCONT)
             except ProcessLookupError:  # the agent killed it: its snapshot is gone
                 self.held.discard(held)
+        # a SIGUSR1 of the agent's still pending in the copy (sent while the agent had
+        # stopped it) would swallow ours (a signal pending once is not queued twice): the
+        # copy, running again, takes it and ignores it; no process of the agent's is left
+        # to send another
+        deadline = time.monotonic() + RESUME_TIMEOUT
+        while signal_pending(pid, signal.SIGUSR1) and time.monotonic() < deadline:
+            time.sleep(0.0001)
         os.kill(pid, signal.SIGUSR1)
 
     def _resumed(self):
