@@ -27,6 +27,31 @@ def pytest_configure(config: pytest.Config) -> None:
         sandboxes._backend_class = lambda name: real(chosen if name == "bwrap" else name)
 
 
+MYPY_TEST = "tests/unit/test_lint.py::test_mypy_is_clean"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With other tests to run, start the mypy check (the slowest test: about 50 s of one
+    core, from a clean checkout) in the background now, so that it runs alongside them;
+    ``test_mypy_is_clean`` then waits for its result."""
+    if len(items) > 1 and any(item.nodeid == MYPY_TEST for item in items):
+        import subprocess
+        import sys
+        import tempfile
+
+        out = tempfile.TemporaryFile()  # noqa: SIM115 (read by test_mypy_is_clean)
+        proc = subprocess.Popen([sys.executable, "-m", "mypy"], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT)
+        config._intercode_mypy = (proc, out)  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    started = getattr(config, "_intercode_mypy", None)
+    if started is not None and started[0].poll() is None:
+        started[0].kill()
+        started[0].wait()
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
     """The data mirror the tests read (tests that need data fail clearly without it)."""
