@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import intercode
+from intercode import testing
 from intercode.sandbox.bwrap import BwrapSandbox
 from intercode.sandbox.filetree import DIR, Entry, FileTree
 from intercode.sandbox.limits import Limits, MiB
@@ -353,3 +355,20 @@ def test_fanotify_groups_are_refused(box):
                         "print(fd, os.strerror(ctypes.get_errno()))"))
     assert result.output == "-1 Function not implemented\n", result.output
     alive(box)
+
+
+def test_a_read_only_locale_variable_does_not_stall_the_next_action():
+    """The shell loop reads each action to its end byte by byte. A loop that read it with
+    ``LC_ALL=C read -N <bytes>`` (in blocks) was at the agent's mercy: with LC_ALL made
+    read-only the assignment fails, -N counts characters, and a multibyte action waited
+    for bytes that never came until its time limit, and lost the shell."""
+    env = intercode.make("bash", dataset=testing.small_dataset("bash"),
+                         limits=Limits(timeout=3)).unwrapped
+    try:
+        env.reset(options={"task": 0})
+        env.step("readonly LC_ALL; X=kept")
+        obs, *_rest, info = env.step("echo héllo wörld ☃ $X")
+        assert obs == "héllo wörld ☃ kept\n"
+        assert not info["timed_out"] and not info["shell_restarted"]
+    finally:
+        env.close()
