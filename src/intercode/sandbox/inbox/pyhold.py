@@ -51,6 +51,16 @@ _gc_enable, _gc_disable, _gc_isenabled = gc.enable, gc.disable, gc.isenabled
 _os_fork, _waitpid, _exit, _getppid = os.fork, os.waitpid, os._exit, os.getppid
 _frames = sys._current_frames
 _len = len
+_listdir = os.listdir
+
+
+def _alone():
+    """Whether this process runs one thread, as the kernel counts them: a thread an
+    at-fork hook has just started may have no Python frame yet (``_frames`` misses it)."""
+    try:
+        return _len(_listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 _raw = []  # (libc's fork, called holding the GIL: PyDLL; ctypes.get_errno); empty: not yet
 _clone = []  # see _clone_setup; [None]: unusable here; empty: not looked at yet
@@ -182,7 +192,7 @@ def hold(flush):
             _sigmask(SIG_SETMASK, mask)
     if pid:
         return pid
-    if _len(_frames()) != 1:
+    if not _alone():
         # a thread in the copy, just forked: one an at-fork hook of the agent's started
         # (``os.fork`` runs them: the interpreter ran several threads), to push a later
         # state into it; the snapshot is lost (its restore says so)
@@ -224,7 +234,7 @@ def _wait(supervisor, mask):
         info = _sigwaitinfo({SIGUSR1})
         if info.si_pid != supervisor:
             continue
-        if _len(_frames()) != 1:  # a thread of the agent's (see hold): the snapshot is lost
+        if not _alone():  # a thread of the agent's (see hold): the snapshot is lost
             _exit(1)
         pid = _sibling(fix=False)
         if pid is None:
