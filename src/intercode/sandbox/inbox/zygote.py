@@ -165,6 +165,10 @@ class Zygote:
 
 def _serve(sock, fds, env):
     """The zygote's loop (never returns)."""
+    # imported here, so in every interpreter (each reseeds it, see _spare): its state is
+    # in every snapshot; one imported after a snapshot would draw a new seed at a restore
+    import random  # noqa: F401
+
     from . import pyhold, pyrepl
 
     pyhold._dumpable(False)
