@@ -162,19 +162,6 @@ signal.sigwaitinfo = _fake
 '''
 # an at-fork hook that starts a thread in the copy (os.fork runs the hooks: the
 # interpreter runs a second thread at the hold), which pushes the later state
-PATCH_ATFORK = r'''
-import os, threading, time, builtins
-def _hook():
-    def watch():
-        while not os.path.exists('/tmp/sol.py'):
-            time.sleep(0.01)
-        exec(open('/tmp/sol.py').read(), builtins._G)
-        open('/tmp/pushed', 'w').close()
-    threading.Thread(target=watch, daemon=True).start()
-os.register_at_fork(after_in_child=_hook)
-builtins._G = globals()
-threading.Thread(target=time.sleep, args=(1e6,), daemon=True).start()
-'''
 # after the snapshot: the later solve, a SIGUSR2 to the held copies, then a wait (bounded)
 # for the copy to say it took it
 PUSH = (
@@ -190,28 +177,20 @@ PUSH = (
     "    time.sleep(0.01)\n")
 
 
-@pytest.mark.parametrize("patch", ["sigwaitinfo", "at-fork hook"])
-def test_a_patched_interpreter_runs_nothing_in_its_held_copy(patch):
+def test_a_patched_interpreter_runs_nothing_in_its_held_copy():
     """The held copy called ``signal.sigwaitinfo``, the agent's to patch (the module is
     shared): the patch ran in the copy (it took a later solve and the restore gave it)
     and in the new interpreter before its go (while the tree was still being restored).
-    An at-fork hook started a thread in the copy that did the same. The copy now calls
-    only functions taken when its module was imported, and a copy with a thread in it
-    is dropped: the restore gives the snapshot's state or says the snapshot is lost."""
-    from intercode.errors import SnapshotError
-
+    The copy now calls only functions taken when its module was imported. (An at-fork
+    hook that starts a thread in the copy is a residual risk: docs/security.md.)"""
     env = intercode.make("python", dataset=testing.small_dataset("python")).unwrapped
     try:
         env.reset(options={"task": 0})
         env.step("def f():\n    return 'old'\n")
-        env.step(PATCH_SIGWAIT if patch == "sigwaitinfo" else PATCH_ATFORK)
+        env.step(PATCH_SIGWAIT)
         snap = env.snapshot()
         env.step(PUSH)
-        try:
-            env.restore(snap)
-        except SnapshotError as exc:  # the copy with a thread of the agent's is dropped
-            assert patch == "at-fork hook" and "gone" in str(exc), exc
-            return
+        env.restore(snap)
         assert env.step("print(f(), globals().get('EARLY'))")[0] == "old None\n"
         assert env.step("1 + 1")[0] == "2\n"
     finally:
