@@ -36,6 +36,7 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from intercode.errors import ConfigError
+from intercode.serve.mcp_fast import FastCalls
 from intercode.serve.mcp_server import McpService
 
 log = logging.getLogger(__name__)
@@ -62,12 +63,13 @@ class HttpGuard:
 
     def __init__(self, app: ASGIApp, service: McpService, token: str | None,
                  path: str = PATH, reconnect_grace: float = 5.0,
-                 endpoint: ASGIApp | None = None) -> None:
+                 endpoint: ASGIApp | None = None, fast: FastCalls | None = None) -> None:
         self.app = app
         # requests to `path` go straight to `endpoint` (the SDK's session manager), past
         # the routing and exception middleware of `app` (which still serves the rest)
         self.endpoint = endpoint or app
         self.service = service
+        self.fast = fast  # the tools/call fast path (attached at each session's opening)
         self.expected = None if token is None else f"Bearer {token}".encode()
         self.path = path
         self.grace = reconnect_grace
@@ -91,7 +93,10 @@ class HttpGuard:
             return
         app = self.endpoint if scope["path"] == self.path else self.app
         if not sid or scope["path"] != self.path:
-            await app(scope, receive, send)
+            if self.fast is not None and app is self.endpoint and scope["method"] == "POST":
+                await self.fast.opening(app, scope, receive, send)
+            else:
+                await app(scope, receive, send)
             return
         status: int | None = None
 
@@ -222,8 +227,10 @@ def url(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{PATH}"
 
 
-def build_app(service: McpService, host: str, token: str | None) -> HttpGuard:
-    """The guarded ASGI app (its lifespan runs the SDK's session manager)."""
+def build_app(service: McpService, host: str, token: str | None,
+              fast: bool = True) -> HttpGuard:
+    """The guarded ASGI app (its lifespan runs the SDK's session manager); ``fast``:
+    with the ``tools/call`` fast path (:mod:`intercode.serve.mcp_fast`)."""
     config = service.config
     app = service.server.streamable_http_app(
         streamable_http_path=PATH, max_request_body_size=MAX_BODY,
@@ -234,8 +241,10 @@ def build_app(service: McpService, host: str, token: str | None) -> HttpGuard:
         # protocol sessions are cheap until they reset; the pool caps the sandboxes
         max_sessions=max(16, 4 * config.max_sessions), host=host)
     untraced(service.server)
+    manager = service.server.session_manager
     return HttpGuard(app, service, token, reconnect_grace=config.reconnect_grace,
-                     endpoint=service.server.session_manager.handle_request)
+                     endpoint=manager.handle_request,
+                     fast=FastCalls(service, manager) if fast else None)
 
 
 def untraced(server: Server[Any]) -> None:

@@ -372,8 +372,18 @@ class McpService:
                            f"unknown tool {params.name!r}; the tools are "
                            f"{', '.join(self.params)}")
         try:
+            key = self.key(ctx)
+        except ServeError as exc:
+            return error_result(exc.code, str(exc))
+        return await self.tool(key, params)
+
+    async def tool(self, key: str, params: types.CallToolRequestParams
+                   ) -> types.CallToolResult | dict[str, Any]:
+        """One of the tools for the client session ``key`` (``params.name`` is one of
+        them): its answer, or a one-line tool error."""
+        try:
             args = check_arguments(self.config.env, params.name, params.arguments)
-            return ok_result(await self.call(self.key(ctx), params.name, args))
+            return ok_result(await self.call(key, params.name, args))
         except ServeError as exc:
             return error_result(exc.code, str(exc))
         except IntercodeError as exc:
