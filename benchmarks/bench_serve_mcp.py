@@ -12,11 +12,11 @@ One server (bash, bash-demo) in a subprocess on a free loopback port, then:
              (k clients that have reset), and the growth per live session
   hold       how many live sessions the server holds at once, trying --hold of them
   stack      the server's guarded ASGI app driven in this process (no sockets): ping,
-             tools/call with nothing behind it (also on the SDK's sessionless 2026-07-28
-             path), with a thread hop, the real execute, execute run inline on the event
-             loop (what waiting for the sandbox there, with no worker thread, would cost);
-             and
-             execute inline and in a worker thread (p50/p99, CPU per call)
+             tools/call with nothing behind it (also without the server's tools/call
+             fast path, and on the SDK's sessionless 2026-07-28 path), with a thread hop,
+             the real execute, execute run inline on the event loop (what waiting for the
+             sandbox there, with no worker thread, would cost); and execute inline and in
+             a worker thread (p50/p99, CPU per call)
   layers     one client's `execute("true")` (p50/p99): in process (back to back, and
              paced: each call after a pause of PACE_S, about one call over HTTP, as an MCP
              client's calls come), over HTTP with a plain synchronous client (httpx2; the
@@ -527,6 +527,23 @@ async def _stack(calls: int) -> dict[str, Any]:
 
             service.call = nothing  # type: ignore[method-assign]
             await timed("asgi_tools_call_nothing", call)
+            fast = getattr(app, "fast", None)
+            if fast is not None:  # the same without the tools/call fast path (the SDK's)
+                fast.enabled, was = False, fast.enabled
+                sdk = _Asgi(app)
+                _, headers, _ = await sdk.post({
+                    "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                               "clientInfo": {"name": "bench", "version": "1"}}})
+                fast.enabled = was
+                sdk.headers = {"mcp-session-id": headers[b"mcp-session-id"].decode(),
+                               "mcp-protocol-version": "2025-06-18"}
+                await sdk.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+                async def sdk_call() -> None:
+                    await sdk.rpc("tools/call", execute)
+
+                await timed("asgi_tools_call_nothing_sdk_path", sdk_call)
             # the SDK's sessionless 2026-07-28 path (which this server refuses, having no
             # session for an episode): the same call with nothing behind it
             modern = _Asgi(app)
