@@ -165,16 +165,17 @@ class FastCalls:
                     attached: _Attached, scope: Scope, request: Request, receive: Receive,
                     send: Send) -> None:
         """The transport's POST handler: a plain ``tools/call`` here, the rest to the SDK."""
-        server = self.service.server
-        if (not attached.on or server.middleware or METHOD in server.cache_hints
-                or request.headers.get(_VERSION, attached.version) != attached.version
-                or not check_accept_headers(request)[0]
+        if (not attached.on or not check_accept_headers(request)[0]
                 or not transport._check_content_type(request)):
-            await sdk_post(scope, request, receive, send)
+            await sdk_post(scope, request, receive, send)  # the SDK reads no body
             return
         body = await request.body()  # cached on `request`: the SDK's path reads it again
+        # before the checks below: a second initialize sent under any version header, or
+        # with a middleware, is the SDK's, and it negotiates the version anew
         plain = self._plain_call(body, attached)
-        if plain is None:
+        server = self.service.server
+        if (plain is None or server.middleware or METHOD in server.cache_hints
+                or request.headers.get(_VERSION, attached.version) != attached.version):
             await sdk_post(scope, request, receive, send)
             return
         message, params = plain
