@@ -145,3 +145,35 @@ def test_a_second_initialize_under_another_version_header_turns_the_fast_path_of
 
     anyio.run(main)
 
+
+@known_sdk
+def test_a_client_gone_mid_body_is_answered_as_the_sdk_does(service):
+    """A client that sends half a ``tools/call`` body and disconnects: the SDK's path
+    answers its 500 (to nobody) and returns; the fast path must not let the
+    disconnection escape the app as an exception (a traceback from the ASGI server)."""
+    raw = json.dumps(call_body(1, "evaluate")).encode()
+    cut = [{"type": "http.request", "body": raw[:10], "more_body": True},
+           {"type": "http.disconnect"}, {"type": "http.disconnect"}]
+
+    async def main() -> None:
+        async with running(service) as app:
+            fast = app.fast
+            assert fast is not None
+            fast.enabled = False  # this session is not attached: the SDK's path throughout
+            sdk = Peer(app, "2025-11-25")
+            await sdk.open()
+            fast.enabled = True
+            quick = Peer(app, "2025-11-25")
+            await quick.open()
+            answers = []
+            for peer in (sdk, quick):
+                with anyio.fail_after(30):  # a hang guard
+                    answers.append(await peer.send(raw, messages=list(cut)))
+            assert answers[0][0] == 500
+            assert (answers[1][0], answers[1][2]) == (answers[0][0], answers[0][2])
+            # the session goes on, on the fast path
+            before = fast.answered
+            assert (await quick.tool("evaluate", id=3))["isError"] is True  # no episode yet
+            assert fast.answered == before + 1
+
+    anyio.run(main)

@@ -169,7 +169,11 @@ class FastCalls:
                 or not transport._check_content_type(request)):
             await sdk_post(scope, request, receive, send)  # the SDK reads no body
             return
-        body = await request.body()  # cached on `request`: the SDK's path reads it again
+        try:
+            body = await request.body()  # cached on `request`: the SDK's path reads it again
+        except Exception:  # the client left mid-body: the SDK answers it (its 500)
+            await sdk_post(scope, request, receive, send)
+            return
         # before the checks below: a second initialize sent under any version header, or
         # with a middleware, is the SDK's, and it negotiates the version anew
         plain = self._plain_call(body, attached)
