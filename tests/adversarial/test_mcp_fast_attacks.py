@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from intercode.serve.mcp_http import HttpGuard, build_app
-from intercode.serve.mcp_server import McpService
+from intercode.serve.mcp_server import NEEDS_SESSION, McpService
 from intercode.serve.sessions import ServeConfig
 
 KNOWN_SDK = version("mcp").startswith("2.3.")  # where the fast path must be on
@@ -175,5 +175,48 @@ def test_a_client_gone_mid_body_is_answered_as_the_sdk_does(service):
             before = fast.answered
             assert (await quick.tool("evaluate", id=3))["isError"] is True  # no episode yet
             assert fast.answered == before + 1
+
+    anyio.run(main)
+
+
+def test_a_sessionless_era_request_cannot_name_a_session(service):
+    """A request of the sessionless 2026-07-28 era goes past the SDK's sessions (no
+    lookup of its ``Mcp-Session-Id``, no initialize): a session id it carries names
+    no session of this server, and must not reach that session's sandbox (nor give a
+    made-up id an episode)."""
+    modern = "2026-07-28"
+
+    def headers(sid: bytes) -> Headers:
+        return [(b"mcp-session-id", sid), (b"mcp-protocol-version", modern.encode()),
+                (b"mcp-method", b"tools/call"), (b"mcp-name", b"execute")]
+
+    def body(name: str, **arguments: Any) -> dict[str, Any]:
+        meta = {"io.modelcontextprotocol/clientInfo": {"name": "attack", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/protocolVersion": modern}
+        return {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments, "_meta": meta}}
+
+    async def main() -> None:
+        async with running(service) as app:
+            victim = Peer(app, "2025-11-25")
+            await victim.open()
+            await victim.tool("reset", task=0)
+            await victim.tool("execute", id=2, code="echo s3cret > /tmp/mine")
+            sid = victim.headers[0][1]
+            attacker = Peer(app, "2025-11-25")
+            status, _, answer = await attacker.send(body("execute", code="cat /tmp/mine"),
+                                                    headers=headers(sid))
+            assert status == 200, answer
+            assert b"s3cret" not in answer
+            assert NEEDS_SESSION.encode() in answer and b'"isError":true' in answer
+            status, _, answer = await attacker.send(
+                body("reset", task=0), headers=[(b"mcp-session-id", b"made-up"),
+                                                *headers(sid)[1:3], (b"mcp-name", b"reset")])
+            assert status == 200 and b'"isError":true' in answer, answer
+            assert set(service.bound) == {sid.decode()}
+            # the victim's own session is as it was
+            assert (await victim.tool("execute", id=3, code="cat /tmp/mine"))[
+                "structuredContent"]["output"] == "s3cret\n"
 
     anyio.run(main)

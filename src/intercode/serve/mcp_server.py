@@ -49,6 +49,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from intercode.benchmarks import get
 from intercode.datasets import load_dataset
@@ -271,6 +272,10 @@ class McpService:
         """The client session a request belongs to."""
         if self.transport == "stdio":
             return STDIO_KEY
+        if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            # the sessionless era's requests pass no session lookup: an Mcp-Session-Id
+            # they carry is unchecked, and would reach that session's sandbox
+            raise ServeError(NEEDS_SESSION)
         request = ctx.request
         headers = getattr(request, "headers", None)
         sid = headers.get(MCP_SESSION_ID_HEADER) if headers is not None else None
