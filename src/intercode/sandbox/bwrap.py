@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 import os
-import select
 import shutil
 import subprocess
 import time
@@ -25,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 from intercode.errors import SandboxError, SandboxUnavailableError, SnapshotError
-from intercode.sandbox import base, seccomp
+from intercode.sandbox import base, fdwait, seccomp
 from intercode.sandbox.base import Change, ExecResult
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.filetree import Entry, FileTree
@@ -347,7 +346,7 @@ class BwrapSandbox(base.Sandbox):
         assert self._channel is not None
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
-            select.select([self._channel.read_fd], [], [], 0.05)
+            fdwait.readable(self._channel.read_fd, 0.05)
             try:
                 self._channel.pump()  # non-blocking; a stream may hold frames already read
             except SandboxError:
@@ -593,7 +592,7 @@ class BwrapSandbox(base.Sandbox):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SandboxError("the sandbox did not confirm a snapshot's held interpreter")
-            select.select([self._channel.read_fd], [], [], remaining)
+            fdwait.readable(self._channel.read_fd, remaining)
         self._held_pending = None
 
     def _held_pid(self, result: ExecResult) -> int:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import select
 import time
 from typing import Any
 
 from intercode.errors import SandboxError, SandboxSpentError
+from intercode.sandbox import fdwait
 from intercode.sandbox.inbox import proto
 
 Frame = tuple[dict[str, Any], bytes]
@@ -27,6 +27,7 @@ class Channel:
         self.write_fd = write_fd
         self.read_fd = read_fd
         os.set_blocking(read_fd, False)
+        self._watch = fdwait.Watch(read_fd)
         self._frames = proto.FrameBuffer()
         self._readbuf = bytearray(READ)  # kept: no fresh megabyte per read
         self._pending: list[Frame] = []
@@ -73,8 +74,7 @@ class Channel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SandboxError(f"sandbox did not answer {what!r} within {timeout:.0f} s")
-            ready, _, _ = select.select([self.read_fd], [], [], remaining)
-            if ready:
+            if self._watch.readable(remaining):
                 self.pump()
 
     def pump(self) -> None:

@@ -37,6 +37,7 @@ from collections import deque
 from typing import Any
 
 from intercode.errors import SandboxError
+from intercode.sandbox import fdwait
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.docker_link import Listener
 from intercode.sandbox.inbox import proto
@@ -282,7 +283,7 @@ class StreamChannel(Channel):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SandboxError(f"sandbox did not answer {what!r} within {timeout:.0f} s")
-            select.select([self.read_fd], [], [], remaining)
+            fdwait.readable(self.read_fd, remaining)
 
     def pump(self) -> None:
         self.stream.receive()

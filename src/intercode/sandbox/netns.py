@@ -25,12 +25,12 @@ import fcntl
 import json
 import logging
 import os
-import select
 import shutil
 import subprocess
 import time
 
 from intercode.errors import ConfigError, SandboxUnavailableError
+from intercode.sandbox import fdwait
 
 log = logging.getLogger(__name__)
 
@@ -163,8 +163,7 @@ class SandboxNetwork:
         data = b""
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
-            readable, _, _ = select.select([self._info[0]], [], [], 0.1)
-            if not readable:
+            if not fdwait.readable(self._info[0], 0.1):
                 continue
             chunk = os.read(self._info[0], 1 << 16)
             if not chunk:
@@ -208,7 +207,7 @@ class SandboxNetwork:
         assert self._proc is not None and self._ready_r is not None
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
-            readable, _, _ = select.select([self._ready_r], [], [], 0.05)
+            readable = fdwait.readable(self._ready_r, 0.05)
             if readable and os.read(self._ready_r, 1) == b"1":
                 return
             if readable or self._proc.poll() is not None:

@@ -9,6 +9,7 @@ not dumpable). Requests and replies are frames (see ``proto``); replies carry
 """
 
 import ctypes
+import fcntl
 import os
 import resource
 import select
@@ -19,6 +20,7 @@ import time
 from . import freezer, privs, proto, runcmd, shell, snaps, tree
 
 PR_SET_DUMPABLE = 4
+LOW_FD = 64  # where the host's descriptors are moved: just above the shell's fixed ones
 NO_REPLY = ("freeze", "thaw")  # requests the host does not wait for (see freezer)
 WATCH_AFTER_THAW = 0.005  # s: first check of the limits after stopped processes go on
 RLIMITS = {
@@ -432,8 +434,25 @@ def main(argv):
     run(cfg, data)
 
 
+def renumber(fds):
+    """Move the descriptors the host passed (``{name: fd}``, changed in place) to the
+    lowest free numbers from :data:`LOW_FD`. They come with the host's numbers, which a
+    process holding a hundred and more sandboxes has over 1023: over the sandbox's
+    ``RLIMIT_NOFILE``, where ``posix_spawn`` refuses to hand them to the shell (EBADF)."""
+    for name, fd in sorted(fds.items(), key=lambda item: item[1]):
+        flags = fcntl.fcntl(fd, fcntl.F_GETFD)
+        low = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC if flags & fcntl.FD_CLOEXEC
+                          else fcntl.F_DUPFD, LOW_FD)
+        if low < fd:
+            os.close(fd)
+            fds[name] = low
+        else:
+            os.close(low)
+
+
 def run(cfg, data):
     """Set up and serve the sandbox of ``cfg`` (``data``: what the shell starts with)."""
+    renumber(cfg["fds"])
     sup = Supervisor(cfg)
     sup.shell.data = data
     try:
