@@ -8,10 +8,6 @@ to both, the answers compared byte for byte, for every handshake-era protocol ve
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from importlib.metadata import version
 from typing import Any
 
 import anyio
@@ -19,99 +15,10 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from mcp_asgi import KNOWN_SDK, Peer, bash_service, call_body, known_sdk, running
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from intercode.serve.mcp_http import HttpGuard, build_app
-from intercode.serve.mcp_server import McpService
-from intercode.serve.sessions import ServeConfig
-
-# the SDK versions whose private parts the fast path is known to use: there it must be on
-KNOWN_SDK = version("mcp").startswith("2.3.")
-
-
-class Peer:
-    """One client session of the app, in this process."""
-
-    def __init__(self, app: HttpGuard, protocol: str) -> None:
-        self.app, self.protocol = app, protocol
-        self.headers: list[tuple[bytes, bytes]] = []
-
-    async def send(self, body: bytes | dict[str, Any] | list[Any], method: str = "POST",
-                   headers: list[tuple[bytes, bytes]] | None = None,
-                   ) -> tuple[int, dict[bytes, bytes], bytes]:
-        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-                 "method": method, "scheme": "http", "path": "/mcp", "raw_path": b"/mcp",
-                 "query_string": b"", "root_path": "", "server": ("127.0.0.1", 8000),
-                 "client": ("127.0.0.1", 50000), "state": {},
-                 "headers": [(b"host", b"127.0.0.1:8000"),
-                             (b"content-type", b"application/json"),
-                             (b"accept", b"application/json, text/event-stream"),
-                             (b"content-length", str(len(raw)).encode()),
-                             *(self.headers if headers is None else headers)]}
-        sent: list[dict[str, Any]] = []
-        given = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal given
-            if given:
-                await anyio.sleep_forever()
-            given = True
-            return {"type": "http.request", "body": raw, "more_body": False}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        await self.app(scope, receive, send)
-        return (int(sent[0]["status"]), dict(sent[0]["headers"]),
-                b"".join(m.get("body", b"") for m in sent[1:]))
-
-    async def open(self) -> None:
-        status, headers, body = await self.send({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": self.protocol, "capabilities": {},
-                       "clientInfo": {"name": "test", "version": "1"}}})
-        assert status == 200, body
-        assert json.loads(body)["result"]["protocolVersion"] == self.protocol
-        self.headers = [(b"mcp-session-id", headers[b"mcp-session-id"])]
-        if self.protocol >= "2025-06-18":  # clients of older versions send no such header
-            self.headers.append((b"mcp-protocol-version", self.protocol.encode()))
-        status, _, _ = await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert status == 202
-
-    async def tool(self, name: str, id: int = 1, **arguments: Any) -> dict[str, Any]:
-        status, _, body = await self.send({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                                           "params": {"name": name, "arguments": arguments}})
-        assert status == 200, body
-        return dict(json.loads(body)["result"])
-
-
-@asynccontextmanager
-async def running(service: McpService) -> AsyncIterator[HttpGuard]:
-    """The guarded app with its lifespan (the SDK's session manager) running."""
-    app = build_app(service, "127.0.0.1", None)
-    to_app, app_in = anyio.create_memory_object_stream[dict[str, Any]](4)
-    app_out, from_app = anyio.create_memory_object_stream[dict[str, Any]](4)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(app, {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
-                      app_in.receive, app_out.send)
-        await to_app.send({"type": "lifespan.startup"})
-        assert (await from_app.receive())["type"] == "lifespan.startup.complete"
-        await service.start()
-        try:
-            yield app
-        finally:
-            tg.cancel_scope.cancel()
-
-
-@pytest.fixture
-def service() -> Iterator[McpService]:
-    service = McpService(ServeConfig(env="bash", dataset="bash-demo", max_sessions=3, warm=0),
-                         "http")
-    try:
-        yield service
-    finally:
-        service.shutdown()
+service = pytest.fixture(name="service")(bash_service)
 
 
 def requests(protocol: str) -> list[tuple[str, Any, list[tuple[bytes, bytes]] | None]]:
@@ -191,13 +98,7 @@ def test_the_fast_path_answers_byte_for_byte_as_the_sdk_does(service, protocol):
     anyio.run(main)
 
 
-def call_body(id: int, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments}}
-
-
-@pytest.mark.skipif(not KNOWN_SDK, reason="the fast path is checked on the SDK versions "
-                                          "it knows")
+@known_sdk
 def test_what_the_fast_path_leaves_to_the_sdk(service):
     """A second initialize on a session, a tracing middleware, a protocol version
     header other than the negotiated one: the SDK's path answers."""
@@ -231,8 +132,7 @@ def test_what_the_fast_path_leaves_to_the_sdk(service):
     anyio.run(main)
 
 
-@pytest.mark.skipif(not KNOWN_SDK, reason="the fast path is checked on the SDK versions "
-                                          "it knows")
+@known_sdk
 def test_ending_a_session_ends_its_calls_in_flight_as_the_sdk_does(service):
     """A DELETE while a call runs and another waits its turn: both are answered at once
     with the SDK's 500 (not after the running action), and the sandbox is freed."""
