@@ -278,3 +278,15 @@ def test_a_value_out_of_range_is_not_taken_for_an_unsupported_parameter():
         with pytest.raises(ModelRejected, match="too large"):
             c.complete(HELLO)
         assert len(server.requests) == 1 and not c.refused
+
+
+def test_an_unreachable_server_is_a_model_error_that_says_why():
+    """The SDK says only "Connection error."; the error names its cause."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = ChatClient(ModelConfig("m", base_url=f"http://127.0.0.1:{port}/v1", retries=0))
+    with pytest.raises(ModelError, match=r"Connection error\. \(ConnectError: .*refused"):
+        client.complete([{"role": "user", "content": "hi"}])

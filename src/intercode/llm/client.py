@@ -310,5 +310,8 @@ def _detail(error: Exception | None) -> str:
         return "unknown"
     status = getattr(error, "status_code", None)
     text = str(error).strip() or type(error).__name__
+    cause = error.__cause__
+    if cause is not None and str(cause) not in text:  # "Connection error." says not which
+        text = f"{text} ({type(cause).__name__}: {str(cause).strip() or 'no detail'})"
     text = text if len(text) < 400 else text[:400] + "..."
     return f"{type(error).__name__}{f' {status}' if status else ''}: {text}"
