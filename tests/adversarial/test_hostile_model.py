@@ -23,11 +23,13 @@ from intercode.runner.episode import run_episode
 from intercode.runner.run import RunConfig, execute
 
 
-def episode(replies, turns=10, stream=False, env="bash", dataset="bash-demo", task=0):
+def episode(replies, turns=10, stream=False, env="bash", dataset="bash-demo", task=0,
+            retries=0):
     e = create_env(env, dataset)
     try:
         with ScriptedChatServer(sequence(replies)) as server:
-            client = ChatClient(ModelConfig("m", base_url=server.url, retries=0, stream=stream))
+            client = ChatClient(ModelConfig("m", base_url=server.url, retries=retries,
+                                            stream=stream))
             record = run_episode(e, task, ToolsPolicy(env, client, StrategyOptions()),
                                  max_turns=turns)
             return record, server.requests
@@ -38,9 +40,13 @@ def episode(replies, turns=10, stream=False, env="bash", dataset="bash-demo", ta
 @pytest.mark.parametrize("stream", [False, True])
 def test_thousands_of_tool_calls_in_one_reply_stay_within_the_turn_limit(stream):
     calls = tuple(call("execute", {"code": f"echo {i}"}, f"c{i}") for i in range(5000))
-    record, sent = episode([Reply(tool_calls=calls)], turns=10, stream=stream)
+    # one retry: in two of three CI runs (never here, in 40 runs with load), the first
+    # call of the non-streamed case failed as "APIConnectionError: Connection error."
+    # (the client now names the cause; see the stop 26 note)
+    record, sent = episode([Reply(tool_calls=calls)], turns=10, stream=stream, retries=1)
     assert record.status == "ok", record.error
-    assert len(record.turns) == 10 and len(sent) == 1
+    assert len(record.turns) == 10
+    assert len({json.dumps(request["messages"]) for request in sent}) == 1  # one turn asked
     assert record.turns[0].llm["tool_calls"] == 5000
 
 
