@@ -15,7 +15,15 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp_asgi import KNOWN_SDK, Peer, bash_service, call_body, known_sdk, running
+from mcp_asgi import (
+    KNOWN_SDK,
+    Peer,
+    bash_service,
+    call_body,
+    initialize_body,
+    known_sdk,
+    running,
+)
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 service = pytest.fixture(name="service")(bash_service)
@@ -120,10 +128,7 @@ def test_what_the_fast_path_leaves_to_the_sdk(service):
             service.server.middleware.clear()
             assert (await peer.tool("execute", id=4, code="true"))["isError"] is False
             assert fast.answered == 2
-            status, _, body = await peer.send({
-                "jsonrpc": "2.0", "id": 5, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "again", "version": "1"}}})
+            status, _, body = await peer.send(initialize_body(5, "2025-06-18"))
             assert status == 200, body
             assert (await peer.tool("execute", id=6, code="echo u"))[
                 "structuredContent"]["output"] == "u\n"

@@ -27,7 +27,6 @@ class Channel:
         self.write_fd = write_fd
         self.read_fd = read_fd
         os.set_blocking(read_fd, False)
-        self._watch = fdwait.Watch(read_fd)
         self._frames = proto.FrameBuffer()
         self._readbuf = bytearray(READ)  # kept: no fresh megabyte per read
         self._pending: list[Frame] = []
@@ -74,7 +73,7 @@ class Channel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SandboxError(f"sandbox did not answer {what!r} within {timeout:.0f} s")
-            if self._watch.readable(remaining):
+            if fdwait.readable(self.read_fd, remaining):
                 self.pump()
 
     def pump(self) -> None:

@@ -32,10 +32,11 @@ later ``initialize`` on the session turns the fast path off for it.
 What differs: a ``notifications/cancelled`` for a call answered here finds no request
 to cancel in the SDK and is ignored (the protocol lets a receiver ignore it; the
 server never stops an action halfway anyway, a call's turn passes on when its worker
-thread is done). The fast path leans on four private names of the SDK's transport and
-session manager; :func:`supported` checks them when the server starts, and without
-them every request takes the SDK's path (``tests/serve/test_mcp_fast.py`` fails on the
-SDK versions it knows if the fast path is not taken).
+thread is done). The fast path leans on six private names of the SDK's transport and
+session manager (``_server_instances``, the underscored ones of :data:`_PRIVATE`);
+:func:`supported` checks them when the server starts, and without them every request
+takes the SDK's path (``tests/serve/test_mcp_fast.py`` fails on the SDK versions it
+knows if the fast path is not taken).
 """
 
 from __future__ import annotations
