@@ -107,10 +107,16 @@ when_imported("gymnasium", _register)
 def make(name: str, *, max_turns: int | None = None, **kwargs: Any) -> gym.Env[str, str]:
     """Create an environment by short name (``"bash"``), as ``gymnasium.make`` would.
 
-    ``max_turns`` truncates episodes with Gymnasium's ``TimeLimit``.
+    ``max_turns`` truncates episodes with Gymnasium's ``TimeLimit``. A wrong argument
+    (an unknown name or keyword, a value of the wrong type) is a one-line
+    :class:`ConfigError` here, not a failure in the first ``reset``.
     """
     import gymnasium as gym
 
     from intercode.benchmarks import get
+    from intercode.envs.arguments import count, keywords
 
-    return gym.make(get(name).gym_id, max_episode_steps=max_turns, **kwargs)
+    benchmark = get(name)
+    count("max_turns", max_turns)
+    keywords(name, benchmark.env_class(), kwargs, also=gym.make)
+    return gym.make(benchmark.gym_id, max_episode_steps=max_turns, **kwargs)

@@ -290,3 +290,53 @@ def test_an_unreachable_server_is_a_model_error_that_says_why():
     client = ChatClient(ModelConfig("m", base_url=f"http://127.0.0.1:{port}/v1", retries=0))
     with pytest.raises(ModelError, match=r"Connection error\. \(ConnectError: .*refused"):
         client.complete([{"role": "user", "content": "hi"}])
+
+
+def fake_openai(transport: str):
+    """An ``openai`` module whose client class runs on the HTTP library ``transport``."""
+    import types
+
+    library = types.ModuleType(transport)
+    library.HTTPError = type("HTTPError", (Exception,), {})
+    client = type("Client", (), {"__module__": f"{transport}._client"})
+    sdk = types.ModuleType("openai")
+    sdk.DefaultHttpxClient = type("DefaultHttpxClient", (client,), {"__module__": "openai"})
+    return sdk, library
+
+
+@pytest.mark.parametrize("transport", ["httpx2", "httpx"])
+def test_the_transport_errors_are_those_of_the_library_the_sdk_runs_on(monkeypatch, transport):
+    """openai 3.x runs on httpx2, 1.x and 2.x on httpx: the other one need not be installed."""
+    import sys
+
+    from intercode.llm.client import transport_errors
+
+    sdk, library = fake_openai(transport)
+    other = "httpx" if transport == "httpx2" else "httpx2"
+    monkeypatch.setitem(sys.modules, transport, library)
+    monkeypatch.setitem(sys.modules, other, None)  # not installed: importing it fails
+    assert transport_errors(sdk) == (library.HTTPError,)
+
+
+def test_an_http_library_error_out_of_a_stream_is_retried(monkeypatch):
+    """openai 1.x and 2.x let a connection cut mid-stream through as their HTTP library's
+    error; the installed SDK's library is the one caught."""
+    import openai
+
+    from intercode.llm.client import transport_errors
+
+    (error,) = transport_errors(openai)
+    with ScriptedChatServer(sequence(["whole"])) as server:
+        c = client(server, stream=True, retries=1)
+        real = c._call
+        calls = []
+
+        def cut_once(request):
+            calls.append(request)
+            if len(calls) == 1:
+                raise error("peer closed connection without sending complete message body")
+            return real(request)
+
+        monkeypatch.setattr(c, "_call", cut_once)
+        got = c.complete(HELLO)
+    assert got.text == "whole" and got.attempts == 2

@@ -22,6 +22,7 @@ from typing import Any, NoReturn, SupportsFloat, SupportsIndex
 import gymnasium as gym
 
 from intercode.datasets import Dataset, Task, load_dataset
+from intercode.envs import arguments
 from intercode.envs.bounds import MAX_ACTION, MAX_OBSERVATION, task_index
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState, Registry, Snapshot
@@ -57,6 +58,7 @@ class IntercodeEnv(gym.Env[str, str]):
         return env
 
     def __init__(self, dataset: str | Dataset, render_mode: str | None = None) -> None:
+        arguments.dataset(dataset)
         self.dataset = (load_dataset(dataset, self.env_name) if isinstance(dataset, str)
                         else dataset)
         if self.dataset.env != self.env_name:

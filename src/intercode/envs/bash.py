@@ -17,8 +17,8 @@ from typing import Any
 
 from intercode.datasets import BashTask, Dataset, Task
 from intercode.datasets.fsbuild import prepared_fs, script_fs
+from intercode.envs import arguments, sandbox_state
 from intercode.envs import gold_cache as gold_store
-from intercode.envs import sandbox_state
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.gold_cache import GoldCache, GoldResult
@@ -84,10 +84,13 @@ class BashEnv(IntercodeEnv):
                  backend: str = "bwrap", upstream_quirks: bool = False,
                  gold_cache: bool = True, render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
-        self.limits = limits or Limits()
-        self.layout = layout or Layout()
+        self.limits = arguments.optional("limits", limits, Limits) or Limits()
+        self.layout = arguments.optional("layout", layout, Layout) or Layout()
         self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
+        sandbox = arguments.factory(sandbox)
+        arguments.flag("upstream_quirks", upstream_quirks)
+        arguments.flag("gold_cache", gold_cache)
         # a partial, not a lambda: the constructor's arguments and defaults must pickle
         self._factory: SandboxFactory = sandbox or partial(create_sandbox, self.backend,
                                                            layout=self.layout)

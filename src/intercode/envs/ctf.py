@@ -18,7 +18,7 @@ from typing import Any
 
 from intercode.datasets import CtfTask, Dataset, Task
 from intercode.datasets.ctf import asset_path, folder_entries
-from intercode.envs import sandbox_state
+from intercode.envs import arguments, sandbox_state
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.ctf_python import ALIAS_DIR, alias_entries, needs_crypto_alias
@@ -81,10 +81,11 @@ class CtfEnv(IntercodeEnv):
                  max_submissions: int | None = None, backend: str = "bwrap",
                  upstream_quirks: bool = False, render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
-        self.limits = limits or Limits()
+        self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
-        base = layout or Layout(rootfs=benchmark_root("ctf"))
+        base = (arguments.optional("layout", layout, Layout)
+                or Layout(rootfs=benchmark_root("ctf")))
         self.crypto_alias = needs_crypto_alias(base.rootfs)
         extra_env = base.extra_env
         if self.crypto_alias:
@@ -94,8 +95,8 @@ class CtfEnv(IntercodeEnv):
         self.network = network
         # "none", "isolated" or "host"
         self.network_mode = require_network(network, self.backend)
-        self.max_submissions = max_submissions
-        self.upstream_quirks = upstream_quirks
+        self.max_submissions = arguments.count("max_submissions", max_submissions)
+        self.upstream_quirks = arguments.flag("upstream_quirks", upstream_quirks)
         self._box: Sandbox | None = None
         self._booting = False  # the sandbox was begun by prestart()
         self._submissions = 0

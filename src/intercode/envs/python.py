@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from intercode.datasets import Dataset, PythonTask, Task
-from intercode.envs import sandbox_state
+from intercode.envs import arguments, sandbox_state
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
@@ -86,9 +86,9 @@ class PythonEnv(IntercodeEnv):
         reset it and ran the gold in it. The gold's code then reaches the agent (never the
         tests' expected values): that mode is for replaying recorded runs, not training."""
         super().__init__(dataset, render_mode=render_mode)
-        self.upstream_quirks = upstream_quirks
-        self.limits = limits or Limits()
-        self.layout = layout or Layout()
+        self.upstream_quirks = arguments.flag("upstream_quirks", upstream_quirks)
+        self.limits = arguments.optional("limits", limits, Limits) or Limits()
+        self.layout = arguments.optional("layout", layout, Layout) or Layout()
         self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
         if not (isinstance(test_timeout, int | float) and 0 < test_timeout <= 3600):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from intercode.datasets import Dataset, SqlTask, Task
+from intercode.envs import arguments
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
@@ -117,7 +118,8 @@ class SqlEnv(IntercodeEnv):
             raise ConfigError(f"unknown SQL metric {metric!r} ({' or '.join(METRICS)})")
         super().__init__(dataset, render_mode=render_mode)
         self.metric = metric
-        self.limits = limits or SqlLimits()
+        self.limits = arguments.optional("limits", limits, SqlLimits) or SqlLimits()
+        arguments.optional("mysql_url", mysql_url, str)
         self.limit_observations(MAX_RESULT_CHARS + NOTE_CHARS)  # results are cut there
         require_backend(sandbox_backend)
         self._owns_backend = not isinstance(backend, SqlBackend)

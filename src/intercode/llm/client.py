@@ -21,6 +21,7 @@ and a stream cut mid-way is retried like a dropped connection.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
@@ -28,6 +29,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from intercode.errors import ConfigError, FatalRunError, ModelError, ModelRejected
@@ -143,10 +145,12 @@ class ChatClient:
         if not key and not custom:
             raise FatalRunError(f"no API key: set ${config.api_key_env}, or point --base-url "
                                 "at an OpenAI-compatible server")
-        import httpx
-
         self._openai = openai
-        self._httpx = httpx
+        # 429, 5xx, time-outs, broken answers or streams (the HTTP library's own errors
+        # too: openai 1.x and 2.x let a stream cut mid-way through unwrapped)
+        self._retried: tuple[type[Exception], ...] = (
+            openai.APIConnectionError, openai.APIStatusError, openai.APIResponseValidationError,
+            Malformed, ValueError, *transport_errors(openai))
         self._client = openai.OpenAI(api_key=key or NO_KEY, base_url=config.base_url,
                                      timeout=config.timeout, max_retries=0)
 
@@ -188,9 +192,7 @@ class ChatClient:
                     continue
                 raise ModelRejected(f"the model server rejected the request: "
                                     f"{_detail(exc)}") from exc
-            except (self._openai.APIConnectionError, self._openai.APIStatusError,
-                    self._openai.APIResponseValidationError, Malformed, ValueError,
-                    self._httpx.HTTPError) as exc:
+            except self._retried as exc:
                 last = exc  # 429, 5xx, time-outs, broken answers or streams: try again
             except self._openai.OpenAIError as exc:
                 last = exc
@@ -263,6 +265,26 @@ class ChatClient:
         if retry_after is not None:
             wait = max(wait, min(retry_after, cfg.backoff_max))
         return wait
+
+
+def transport_errors(openai: ModuleType) -> tuple[type[Exception], ...]:
+    """The base error of the HTTP library the installed ``openai`` SDK runs on: httpx2's
+    for openai 3.x, httpx's for 1.x and 2.x (whose streams let a connection cut mid-way
+    through unwrapped). Found from the SDK's own client class, so the other library
+    need not be installed; empty if neither is."""
+    client = getattr(openai, "DefaultHttpxClient", None)
+    packages = [cls.__module__.partition(".")[0] for cls in getattr(client, "__mro__", ())]
+    for package in [*packages, "httpx2", "httpx"]:
+        if package in ("openai", "builtins"):
+            continue
+        try:
+            module = importlib.import_module(package)
+        except ImportError:
+            continue
+        error = getattr(module, "HTTPError", None)
+        if isinstance(error, type) and issubclass(error, Exception):
+            return (error,)
+    return ()
 
 
 # parameters a server may refuse, and what the client does instead

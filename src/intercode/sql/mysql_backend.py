@@ -61,7 +61,8 @@ class MysqlBackend(SqlBackend):
         try:
             import pymysql
         except ImportError as exc:
-            raise ConfigError("the mysql backend needs PyMySQL: pip install pymysql") from exc
+            raise ConfigError("the mysql backend needs PyMySQL: "
+                              "pip install 'intercode[mysql]'") from exc
         self._pymysql = pymysql
         self.args = parse_url(url)
         self.limits = limits or SqlLimits()
