@@ -376,3 +376,37 @@ def test_a_patched_interpreter_cannot_break_a_forks_replay(forged):
             fork.close()
     finally:
         env.close()
+
+
+# Was a HOLE on bubblewrap: the supervisor kept every live tree snapshot's changed files
+# in its memory with no bound (Docker's had one): an agent that rewrote a big file
+# between snapshots made the harness's snapshots hold one more copy each, host memory
+# without limit. Both backends now keep at most one copy of the writable file systems.
+def test_live_tree_snapshots_have_a_memory_budget():
+    """Live snapshots together keep at most one copy of the agent's writable file systems
+    (storage + ``/dev/shm``): past it a snapshot is refused with a one-line
+    ``SnapshotError``, the episode goes on, and the snapshots kept still restore; a
+    released one frees its share."""
+    from intercode.envs.bash import BashEnv
+    from intercode.sandbox.limits import Limits
+
+    env = BashEnv(testing.small_dataset("bash"), limits=Limits(storage=24 << 20, shm=4 << 20))
+    try:
+        env.reset(options={"task": 0})
+        env.step("head -c 20M /dev/zero > /big; echo ok")
+        first = env.snapshot()
+        env.step("head -c 20M /dev/zero | tr '\\0' a > /big; echo ok")
+        with pytest.raises(SnapshotError, match="refused") as caught:
+            env.snapshot()
+        assert "\n" not in str(caught.value)
+        assert env.step("echo alive")[0] == "alive\n"
+        env.restore(first)
+        assert env.step("head -c 3 /big | od -An -c")[0].split()[:3] == ["\\0"] * 3
+        env.step("head -c 20M /dev/zero | tr '\\0' b > /big; echo ok")
+        first.release()
+        second = env.snapshot()  # the released snapshot's copy no longer counts
+        env.step("rm /big")
+        env.restore(second)
+        assert env.step("head -c 3 /big")[0] == "bbb"
+    finally:
+        env.close()

@@ -46,6 +46,10 @@ NOBODY = 65534
 # out), so they are passed above them.
 FIRST_PASSED_FD = 64
 START_TIMEOUT = 30.0
+# the tree snapshots the supervisor keeps in its memory, all live ones together: at most
+# this many full copies of the agent's writable file systems (see _snapshot_budget; on
+# Docker the container gives pid 1 room for them)
+SNAPSHOT_COPIES = 1
 # What pid 1 has in the sandbox's user namespace until it drops them all, before it reads
 # any of the agent's input (inbox/privs.py): to mount the sandbox's own devpts, with a
 # bounded share of the host's pseudo-terminals (--dev takes no mount options)
@@ -340,7 +344,15 @@ class BwrapSandbox(base.Sandbox):
                         "file_size": lim.file_size, "open_files": lim.open_files},
             "watch": {"interval": 0.1, "memory": lim.memory, "files": lim.files,
                       "processes": max(4, int(lim.processes * 0.9))},
+            "snapshot_budget": self._snapshot_budget(),
         }
+
+    def _snapshot_budget(self) -> int:
+        """Bytes of the agent's files the supervisor keeps for tree snapshots, all live
+        ones together (a snapshot or an import past it is refused with a
+        :class:`SnapshotError`): :data:`SNAPSHOT_COPIES` copies of its writable file
+        systems."""
+        return SNAPSHOT_COPIES * (self.limits.storage + self.limits.shm)
 
     def _await_ready(self) -> None:
         assert self._channel is not None
