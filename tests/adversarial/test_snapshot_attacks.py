@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import time
 
 import pytest
 
@@ -408,5 +409,45 @@ def test_live_tree_snapshots_have_a_memory_budget():
         env.step("rm /big")
         env.restore(second)
         assert env.step("head -c 3 /big")[0] == "bbb"
+    finally:
+        env.close()
+
+
+# The agent's interpreter rewrites ``pyhold.hold`` (its module's globals, found through
+# ``gc``): a snapshot's hold forks a process of the agent's that appends to a file every
+# 10 ms and reports it as the held copy (a child of the interpreter, as a real one is).
+FAKE_HELD = r'''
+import gc, os, time
+def fake(flush):
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            with open("/tmp/beat", "a") as f:
+                f.write(".")
+            time.sleep(0.01)
+    return pid
+for d in gc.get_objects():
+    if isinstance(d, dict) and "_sibling" in d and "hold" in d:
+        d["hold"] = fake
+'''
+
+
+# Was a HOLE (both backends): the freezer counted a registered held copy as idle when it
+# was asleep (``S``), which the agent's process reported as held was between its writes:
+# nothing was stopped, and it went on writing between actions, while the agent thinks.
+def test_a_fake_held_copy_does_not_run_between_actions():
+    """A held copy counts as idle only when the kernel says it is stopped: the freezer
+    stops it (a real one waits the same, stopped); a process reported as held by a
+    patched interpreter writes nothing between two actions."""
+    env = make("python")
+    try:
+        env.step(FAKE_HELD)
+        env.snapshot()
+        count = "import time; time.sleep(0.05); print(len(open('/tmp/beat').read()))"
+        before = int(env.step(count)[0])
+        time.sleep(1.0)
+        after = int(env.step(count)[0])
+        # a running writer adds about 100 in the pause (and at most ~10 in the action)
+        assert after - before < 30, (before, after)
     finally:
         env.close()
