@@ -24,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 from intercode.errors import SandboxError, SandboxUnavailableError, SnapshotError
-from intercode.sandbox import base, fdwait, seccomp
+from intercode.sandbox import base, fdwait, ptyshare, seccomp
 from intercode.sandbox.base import Change, ExecResult
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.filetree import Entry, FileTree
@@ -177,6 +177,7 @@ class BwrapSandbox(base.Sandbox):
         self._booting = False  # spawned by begin(), not known ready yet
         self._held_pending: int | None = None  # a held copy's registration not confirmed
         self._code_asked = False  # this start asked the supervisor for its compiled code
+        self._ptys: ptyshare.Share | None = None  # this start's pseudo-terminals
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -331,6 +332,9 @@ class BwrapSandbox(base.Sandbox):
 
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
         lim = self.limits
+        if self._ptys is not None:
+            self._ptys.release()
+        self._ptys = ptyshare.claim()  # given back when the sandbox closes (_forget_run)
         return {
             "fds": {k: v for k, v in inside.items() if k != "cfg"},
             "shell": ("/bin/bash" if self.shell == "bash"
@@ -345,6 +349,7 @@ class BwrapSandbox(base.Sandbox):
             "watch": {"interval": 0.1, "memory": lim.memory, "files": lim.files,
                       "processes": max(4, int(lim.processes * 0.9))},
             "snapshot_budget": self._snapshot_budget(),
+            "pty_max": self._ptys.size,
         }
 
     def _snapshot_budget(self) -> int:
@@ -434,6 +439,9 @@ class BwrapSandbox(base.Sandbox):
         self._tree_id = None
         self._booting = False
         self._held_pending = None
+        if self._ptys is not None:
+            self._ptys.release()
+            self._ptys = None
 
     def __del__(self) -> None:
         try:

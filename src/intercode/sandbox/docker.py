@@ -406,7 +406,7 @@ class DockerSandbox(BwrapSandbox):
         # the supervisor's room, so that the OOM killer never picks pid 1 (inbox/oomguard)
         cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
                        "top_level": list(TOP_LEVEL),
-                       "agent_memory": self._agent_memory()}
+                       "agent_memory": self._agent_memory(), "pty_max": cfg.pop("pty_max")}
         cfg["seccomp"] = seccomp.program(namespaces=True).hex()
         cfg["epoch_ns"] = EPOCH_NS
         cfg["scratch"] = list(SCRATCH_MOUNTS)
