@@ -10,6 +10,8 @@ share, uncover bubblewrap's unbounded instance, mount over the image or the tree
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from intercode.sandbox.bwrap import BwrapSandbox
@@ -161,3 +163,48 @@ def test_bwrap_without_capabilities_falls_back_with_a_warning(kept, monkeypatch,
     warned = [r for r in caplog.records if "pseudo-terminals are one pool" in r.getMessage()]
     assert len(warned) == 1 and "Operation not permitted" in warned[0].getMessage()
     assert bwrap._caps_refused is not None
+
+
+# the agent's shell opens pseudo-terminals until the kernel refuses one, holds them, and
+# says how many it got (file descriptors of the shell itself: no process to freeze)
+TAKE_PTYS = ("n=0; while [ $n -lt 1000 ] && exec {f}<>/dev/ptmx; do n=$((n+1)); done "
+             "2>/dev/null; echo ptys $n")
+
+
+def _pool() -> int:
+    with open("/proc/sys/kernel/pty/max") as f, open("/proc/sys/kernel/pty/reserve") as g:
+        return int(f.read()) - int(g.read())
+
+
+# Was a HOLE: every sandbox's devpts had max=64, but the kernel's pool for all of them is
+# one (kernel.pty.max less kernel.pty.reserve: 3072 by default): 48 sandboxes of one
+# agent (48 sessions) that each opened 64 took it all, and the next sandbox, another
+# session's or the gold's, got none. Now each sandbox's max is its share of a ledger
+# that the host's sandboxes share (ptyshare): 64 while it has room, less after.
+def test_sandboxes_that_take_every_pseudo_terminal_leave_one_to_the_next():
+    """As many sandboxes as the pool has full shares, and a few more, each open every
+    pseudo-terminal they can and hold them: the next sandbox still gets one, and so does
+    the host."""
+    takers: list[BwrapSandbox] = []
+    try:
+        got = 0
+        for _ in range(_pool() // (PTY_MAX * 3 // 4) + 2):  # 66: past the pool at 64 each
+            sb = BwrapSandbox(limits=Limits(timeout=30))
+            takers.append(sb)
+            sb.start()
+            sb.load(TREE)
+            out = sb.run(TAKE_PTYS).output
+            assert out.startswith("ptys "), out
+            got += int(out.split()[1])
+        last = BwrapSandbox(limits=Limits(timeout=30))
+        takers.append(last)
+        last.start()
+        last.load(TREE)
+        out = last.run("exec {f}<>/dev/ptmx && echo opened").output
+        assert out == "opened\n", (got, out)
+        master, slave = os.openpty()  # the host too
+        os.close(master)
+        os.close(slave)
+    finally:
+        for sb in takers:
+            sb.close()

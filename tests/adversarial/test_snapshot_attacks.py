@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import time
 
 import pytest
 
@@ -374,5 +375,79 @@ def test_a_patched_interpreter_cannot_break_a_forks_replay(forged):
             assert fork.step("print(L)")[0] == "['a', 'b']\n"
         finally:
             fork.close()
+    finally:
+        env.close()
+
+
+# Was a HOLE on bubblewrap: the supervisor kept every live tree snapshot's changed files
+# in its memory with no bound (Docker's had one): an agent that rewrote a big file
+# between snapshots made the harness's snapshots hold one more copy each, host memory
+# without limit. Both backends now keep at most one copy of the writable file systems.
+def test_live_tree_snapshots_have_a_memory_budget():
+    """Live snapshots together keep at most one copy of the agent's writable file systems
+    (storage + ``/dev/shm``): past it a snapshot is refused with a one-line
+    ``SnapshotError``, the episode goes on, and the snapshots kept still restore; a
+    released one frees its share."""
+    from intercode.envs.bash import BashEnv
+    from intercode.sandbox.limits import Limits
+
+    env = BashEnv(testing.small_dataset("bash"), limits=Limits(storage=24 << 20, shm=4 << 20))
+    try:
+        env.reset(options={"task": 0})
+        env.step("head -c 20M /dev/zero > /big; echo ok")
+        first = env.snapshot()
+        env.step("head -c 20M /dev/zero | tr '\\0' a > /big; echo ok")
+        with pytest.raises(SnapshotError, match="refused") as caught:
+            env.snapshot()
+        assert "\n" not in str(caught.value)
+        assert env.step("echo alive")[0] == "alive\n"
+        env.restore(first)
+        assert env.step("head -c 3 /big | od -An -c")[0].split()[:3] == ["\\0"] * 3
+        env.step("head -c 20M /dev/zero | tr '\\0' b > /big; echo ok")
+        first.release()
+        second = env.snapshot()  # the released snapshot's copy no longer counts
+        env.step("rm /big")
+        env.restore(second)
+        assert env.step("head -c 3 /big")[0] == "bbb"
+    finally:
+        env.close()
+
+
+# The agent's interpreter rewrites ``pyhold.hold`` (its module's globals, found through
+# ``gc``): a snapshot's hold forks a process of the agent's that appends to a file every
+# 10 ms and reports it as the held copy (a child of the interpreter, as a real one is).
+FAKE_HELD = r'''
+import gc, os, time
+def fake(flush):
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            with open("/tmp/beat", "a") as f:
+                f.write(".")
+            time.sleep(0.01)
+    return pid
+for d in gc.get_objects():
+    if isinstance(d, dict) and "_sibling" in d and "hold" in d:
+        d["hold"] = fake
+'''
+
+
+# Was a HOLE (both backends): the freezer counted a registered held copy as idle when it
+# was asleep (``S``), which the agent's process reported as held was between its writes:
+# nothing was stopped, and it went on writing between actions, while the agent thinks.
+def test_a_fake_held_copy_does_not_run_between_actions():
+    """A held copy counts as idle only when the kernel says it is stopped: the freezer
+    stops it (a real one waits the same, stopped); a process reported as held by a
+    patched interpreter writes nothing between two actions."""
+    env = make("python")
+    try:
+        env.step(FAKE_HELD)
+        env.snapshot()
+        count = "import time; time.sleep(0.05); print(len(open('/tmp/beat').read()))"
+        before = int(env.step(count)[0])
+        time.sleep(1.0)
+        after = int(env.step(count)[0])
+        # a running writer adds about 100 in the pause (and at most ~10 in the action)
+        assert after - before < 30, (before, after)
     finally:
         env.close()

@@ -20,6 +20,7 @@ import pytest
 from backends import backends, need
 
 from intercode.envs.python import PythonEnv
+from intercode.errors import SandboxError, SnapshotError
 
 PREFIX = b"ZYGMARK-"
 
@@ -248,5 +249,51 @@ def test_the_next_interpreters_limits_cannot_be_lowered_from_inside(backend):
         env.step("import time; time.sleep(0.2)")
         env.reset(options={"task": 1})
         assert env.step(LIMITS)[0] == first
+    finally:
+        env.close()
+
+
+# the agent's interpreter replaces what it calls on a snapshot's hold: it exits instead
+EXIT_ON_HOLD = r'''
+import gc, os
+for d in gc.get_objects():
+    if isinstance(d, dict) and "_sibling" in d and "hold" in d:
+        d["hold"] = lambda flush: os._exit(0)
+'''
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_a_snapshot_after_the_zygote_and_the_interpreter_died_is_a_snapshot_error(backend):
+    """The agent kills the zygote and the spare, then its interpreter dies at the
+    snapshot's hold: no interpreter can be made in that sandbox any more. The snapshot
+    fails with a one-line ``SnapshotError`` (never the sandbox's own error), the episode
+    goes on in a new sandbox, scoring is the agent's outcome; a fork whose replay does
+    the same gets a working interpreter."""
+    need(backend)
+    env = PythonEnv("mbpp", backend=backend, test_timeout=1.0)
+    try:
+        env.reset(options={"task": 0})
+        env.step("x = 41")
+        env.step(KILL_ALL)
+        env.step(EXIT_ON_HOLD)
+        with pytest.raises(SnapshotError, match="new sandbox") as caught:
+            env.snapshot()
+        assert not isinstance(caught.value, SandboxError)
+        assert env.step("1 + 1")[0] == "2\n"
+        _, reward, done, _, info = env.step("submit min_cost")
+        assert done and reward == 0.0 and "error" not in info, info
+        # a fork replays the episode's actions in one request: these kill the zygote and
+        # then the interpreter, in the fork's sandbox
+        env.reset(options={"task": 0})
+        env.step("y = 2")
+        env.step(KILL_ALL)
+        env.step("import os; os._exit(0)")
+        other = env.fork()
+        try:
+            assert other.step("1 + 1")[0] == "2\n"
+            _, reward, done, _, info = other.step("submit min_cost")
+            assert done and reward == 0.0 and "error" not in info, info
+        finally:
+            other.close()
     finally:
         env.close()

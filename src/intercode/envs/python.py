@@ -300,9 +300,19 @@ class PythonEnv(IntercodeEnv):
     # -- snapshots (see envs/sandbox_state.py) -------------------------------------------
 
     def save_state(self) -> ExecState:
-        """The interpreter, held whole (a paused fork), its files, and the candidates."""
-        return sandbox_state.save(self._sandbox("agent"), python=True,
-                                  functions=list(self._functions))
+        """The interpreter, held whole (a paused fork), its files, and the candidates.
+        An interpreter that died at the hold in a sandbox that can no longer make one
+        (the agent killed the zygote too) costs the agent its sandbox: a
+        :class:`SnapshotError`, and the episode goes on in a new sandbox."""
+        try:
+            return sandbox_state.save(self._sandbox("agent"), python=True,
+                                      functions=list(self._functions))
+        except SandboxSpentError:
+            self._spent()
+            raise SnapshotError("the snapshot could not be taken: the interpreter died and "
+                                "this sandbox can no longer make one (killed inside the "
+                                "sandbox); the episode goes on in a new sandbox (files, "
+                                "variables, functions and imports were lost)") from None
 
     def load_state(self, state: ExecState) -> None:
         """A fork of the held interpreter becomes the agent's."""
@@ -356,7 +366,11 @@ class PythonEnv(IntercodeEnv):
         if len(actions) == 1:
             self.execute(actions[0])
             return True
-        result = self._sandbox("agent").run(json.dumps(actions), kind="replay")
+        try:
+            result = self._sandbox("agent").run(json.dumps(actions), kind="replay")
+        except SandboxSpentError:  # the actions killed the zygote, then the interpreter
+            self._spent()
+            return False
         reply = _reply(result)
         return (result.exit_code == 0 and not result.timed_out and not result.shell_restarted
                 and isinstance(reply, dict) and reply.get("ran") == len(actions))

@@ -24,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 from intercode.errors import SandboxError, SandboxUnavailableError, SnapshotError
-from intercode.sandbox import base, fdwait, seccomp
+from intercode.sandbox import base, fdwait, ptyshare, seccomp
 from intercode.sandbox.base import Change, ExecResult
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.filetree import Entry, FileTree
@@ -46,6 +46,10 @@ NOBODY = 65534
 # out), so they are passed above them.
 FIRST_PASSED_FD = 64
 START_TIMEOUT = 30.0
+# the tree snapshots the supervisor keeps in its memory, all live ones together: at most
+# this many full copies of the agent's writable file systems (see _snapshot_budget; on
+# Docker the container gives pid 1 room for them)
+SNAPSHOT_COPIES = 1
 # What pid 1 has in the sandbox's user namespace until it drops them all, before it reads
 # any of the agent's input (inbox/privs.py): to mount the sandbox's own devpts, with a
 # bounded share of the host's pseudo-terminals (--dev takes no mount options)
@@ -173,6 +177,7 @@ class BwrapSandbox(base.Sandbox):
         self._booting = False  # spawned by begin(), not known ready yet
         self._held_pending: int | None = None  # a held copy's registration not confirmed
         self._code_asked = False  # this start asked the supervisor for its compiled code
+        self._ptys: ptyshare.Share | None = None  # this start's pseudo-terminals
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -327,6 +332,9 @@ class BwrapSandbox(base.Sandbox):
 
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
         lim = self.limits
+        if self._ptys is not None:
+            self._ptys.release()
+        self._ptys = ptyshare.claim()  # given back when the sandbox closes (_forget_run)
         return {
             "fds": {k: v for k, v in inside.items() if k != "cfg"},
             "shell": ("/bin/bash" if self.shell == "bash"
@@ -340,7 +348,16 @@ class BwrapSandbox(base.Sandbox):
                         "file_size": lim.file_size, "open_files": lim.open_files},
             "watch": {"interval": 0.1, "memory": lim.memory, "files": lim.files,
                       "processes": max(4, int(lim.processes * 0.9))},
+            "snapshot_budget": self._snapshot_budget(),
+            "pty_max": self._ptys.size,
         }
+
+    def _snapshot_budget(self) -> int:
+        """Bytes of the agent's files the supervisor keeps for tree snapshots, all live
+        ones together (a snapshot or an import past it is refused with a
+        :class:`SnapshotError`): :data:`SNAPSHOT_COPIES` copies of its writable file
+        systems."""
+        return SNAPSHOT_COPIES * (self.limits.storage + self.limits.shm)
 
     def _await_ready(self) -> None:
         assert self._channel is not None
@@ -422,6 +439,9 @@ class BwrapSandbox(base.Sandbox):
         self._tree_id = None
         self._booting = False
         self._held_pending = None
+        if self._ptys is not None:
+            self._ptys.release()
+            self._ptys = None
 
     def __del__(self) -> None:
         try:

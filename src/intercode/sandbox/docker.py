@@ -75,11 +75,10 @@ MASKED_PATHS = sorted({
     "/sys/firmware", "/sys/devices/virtual/powercap",
     *(f"/proc/{n}" for n in (*MASKED_PROC_FILES, *MASKED_PROC_DIRS))})
 # the container's room beyond the agent's cgroup (pid 1's): its own needs, and the tree
-# snapshots it keeps (at most SNAPSHOT_COPIES full copies of the agent's files: see
+# snapshots it keeps (at most bwrap.SNAPSHOT_COPIES full copies of the agent's files: see
 # _snapshot_budget) with room for a copy in transit (an export's or import's frame, which
 # the relay thread holds too); a supervisor past it was the OOM killer's pick
 SUPERVISOR_MEMORY = 256 * MiB
-SNAPSHOT_COPIES = 1
 TRANSIT_COPIES = 2
 # the agent's cgroup's room beyond its limit and the tmpfs: the supervisor's watchdog
 # enforces the limit first (ten times a second, with its note), the kernel only past this
@@ -368,12 +367,6 @@ class DockerSandbox(BwrapSandbox):
         lim = self.limits
         return lim.memory + lim.storage + lim.shm + AGENT_SLACK
 
-    def _snapshot_budget(self) -> int:
-        """Bytes of the agent's files the supervisor keeps for tree snapshots, all live
-        ones together (a snapshot past it is refused): :data:`SNAPSHOT_COPIES` copies of
-        its writable file systems."""
-        return SNAPSHOT_COPIES * (self.limits.storage + self.limits.shm)
-
     def _supervisor_memory(self) -> int:
         """The supervisor's room in the container (see :data:`SUPERVISOR_MEMORY`)."""
         lim = self.limits
@@ -413,8 +406,7 @@ class DockerSandbox(BwrapSandbox):
         # the supervisor's room, so that the OOM killer never picks pid 1 (inbox/oomguard)
         cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
                        "top_level": list(TOP_LEVEL),
-                       "agent_memory": self._agent_memory()}
-        cfg["snapshot_budget"] = self._snapshot_budget()
+                       "agent_memory": self._agent_memory(), "pty_max": cfg.pop("pty_max")}
         cfg["seccomp"] = seccomp.program(namespaces=True).hex()
         cfg["epoch_ns"] = EPOCH_NS
         cfg["scratch"] = list(SCRATCH_MOUNTS)

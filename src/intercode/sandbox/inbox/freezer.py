@@ -8,6 +8,8 @@ actions (a replay, a benchmark) cost nothing, then stops every process with
 with nothing running the next action needs no thaw.
 """
 
+import os
+import signal
 import time
 
 from . import proto, shell
@@ -16,6 +18,7 @@ DELAY = 0.005  # s between the request and the freeze
 VERIFY_EVERY = 0.0005  # s between the quick checks after a freeze that stopped processes
 VERIFY_ROUNDS = 50  # then the supervisor's watchdog goes on checking ten times a second
 SETTLE_TIMEOUT = 0.2  # s a thaw waits at most for every process to be stopped first
+HELD_STOP_WAIT = 0.05  # s a freeze waits at most for the held copies it stopped to stop
 
 
 class Freezer:
@@ -73,6 +76,7 @@ class Freezer:
         """
         self.frozen = True
         self.rounds = 0
+        self._stop_held()
         self.step()
         if not self.stopped:
             self.frozen = False
@@ -86,9 +90,31 @@ class Freezer:
             idle[self.shell.spare[0]] = shell.ASLEEP
         for pid in self.shell.zygote_pids():  # sleeps, not dumpable: see zygote
             idle[pid] = shell.ASLEEP
-        for pid in self.held:  # held interpreters wait in sigwaitinfo (see pyhold)
-            idle[pid] = shell.ASLEEP
+        # not the held interpreters: their pids come from the agent's interpreter, which
+        # may report a process of its own; they are idle only when stopped (_stop_held)
         return idle
+
+    def _stop_held(self):
+        """Stop the held interpreters that are not stopped, and wait (briefly) until the
+        kernel says they are: a held copy waits as well stopped as asleep (a restore
+        continues it first, see ``snaps``), and only a stopped process surely runs
+        nothing. A process the agent's interpreter reported as its held copy is one of
+        the agent's (the supervisor only checks that it is the interpreter's child): as
+        asleep, it counted as idle and ran between actions. One that is still not
+        stopped after the wait counts as running (:meth:`step` stops everything)."""
+        sent = []
+        for pid in self.held:
+            if _state(pid) not in shell.FROZEN_STATES:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except ProcessLookupError:
+                    continue
+                sent.append(pid)
+        deadline = time.monotonic() + HELD_STOP_WAIT
+        while sent and time.monotonic() < deadline:
+            sent = [pid for pid in sent if _state(pid) not in shell.FROZEN_STATES]
+            if sent:
+                time.sleep(0.00005)
 
     def step(self):
         """One round of :func:`shell.freeze_step`; schedule the next one if needed."""
@@ -123,3 +149,13 @@ class Freezer:
         deadline = time.monotonic() + SETTLE_TIMEOUT
         while not shell.freeze_step(self._idle()) and time.monotonic() < deadline:
             time.sleep(VERIFY_EVERY)
+
+
+def _state(pid):
+    """The state letter of process ``pid`` (``b"X"`` if it is gone)."""
+    try:
+        data = shell.proc_read("%d/stat" % pid)
+    except OSError:
+        return b"X"
+    end = data.rfind(b")")
+    return data[end + 2:end + 3]

@@ -426,7 +426,8 @@ def main(argv):
     os.close(cfg_fd)  # no process of the agent may inherit it
     try:
         if cfg.pop("confine", True):  # not where the host refuses pid 1 the capabilities
-            privs.confine()  # bubblewrap's pid 1: its capabilities used, then dropped
+            # bubblewrap's pid 1: its capabilities used, then dropped
+            privs.confine(cfg.get("pty_max"))
     except (OSError, ValueError, KeyError) as exc:
         msg = {"ev": "ready", "ok": False, "error": "cannot confine the sandbox: %s" % (exc,)}
         proto.write_all(cfg["fds"]["ctl_out"], proto.encode(msg))

@@ -24,7 +24,7 @@ import ctypes
 import os
 
 from . import oomguard
-from .privs import PTY_MAX, drop
+from .privs import drop, pty_max
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
 MS_MOVE, MS_PRIVATE = 8192, 1 << 18
@@ -57,7 +57,7 @@ def _bind(source, target, remount_flags):
         _mount(None, target, remount_flags)
 
 
-def build(new, top_level):
+def build(new, top_level, ptys=None):
     """Lay ``new`` (a fresh tmpfs) out as bubblewrap lays out its root."""
     _bind("/usr", new + "/usr", READ_ONLY)
     for name in top_level:
@@ -73,9 +73,9 @@ def build(new, top_level):
     if os.path.ismount(pts):
         # pseudo-terminals are one pool for the whole host (kernel.pty.max): this
         # container's devpts (Docker's own instance, its options restated: a remount
-        # resets the others) gets a share of its own
+        # resets the others) gets a share of its own (``ptys``: the host's, see ptyshare)
         _mount(None, pts, MS_REMOUNT | MS_NOSUID | MS_NOEXEC, None,
-               "newinstance,ptmxmode=0666,mode=0620,gid=5,max=%d" % PTY_MAX)
+               "newinstance,ptmxmode=0666,mode=0620,gid=5,max=%d" % pty_max(ptys))
 
 
 def switch(new):
@@ -110,15 +110,15 @@ def enter(spec):
     size (see :mod:`oomguard`); returns why not when that failed, else ``None``."""
     try:
         return _enter(spec["root"], int(spec["uid"]), int(spec["gid"]), spec["top_level"],
-                      spec.get("agent_memory"))
+                      spec.get("agent_memory"), spec.get("pty_max"))
     except (ValueError, KeyError, TypeError, IndexError) as exc:  # the caller reports OSError
         raise OSError(0, "cannot build the sandbox's root: %r" % (exc,)) from None
 
 
-def _enter(new, uid, gid, top_level, agent_memory):
+def _enter(new, uid, gid, top_level, agent_memory, ptys=None):
     _mount(None, "/", MS_REC | MS_PRIVATE)
     unguarded = None if agent_memory is None else oomguard.protect(agent_memory, _mount)
-    build(new, top_level)
+    build(new, top_level, ptys)
     for path in (new, *("%s/%s" % (new, n) for n in top_level
                         if os.path.islink("%s/%s" % (new, n)))):
         os.lchown(path, uid, gid)  # as bubblewrap's: the agent's

@@ -21,9 +21,9 @@ import os
 
 MS_NOSUID, MS_NOEXEC = 2, 8
 CLONE_NEWNS = 0x20000
-PTY_MAX = 64  # pseudo-terminals of one sandbox (both backends)
+PTY_MAX = 64  # pseudo-terminals of one sandbox at most (both backends; see ptyshare)
 # bubblewrap's --dev options (no gid: the tty group is not mapped in its user namespace)
-DEVPTS = "newinstance,ptmxmode=0666,mode=0620,max=%d" % PTY_MAX
+DEVPTS = "newinstance,ptmxmode=0666,mode=0620,max=%d"
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
 PR_SET_NO_NEW_PRIVS = 38
@@ -43,12 +43,25 @@ def _check(result, what):
         raise OSError(err, "%s: %s" % (what, os.strerror(err)))
 
 
-def confine():
+def pty_max(value):
+    """The sandbox's share of pseudo-terminals the host gave (1 to :data:`PTY_MAX`; the
+    host takes it out of its ledger, see ``ptyshare``); ValueError otherwise (``max=0``
+    would be no bound at all)."""
+    if value is None:
+        return PTY_MAX
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= PTY_MAX:
+        raise ValueError("a share of pseudo-terminals of %r" % (value,))
+    return value
+
+
+def confine(ptys=None):
     """bubblewrap's pid 1, before anything else: a mount namespace and a devpts instance of
-    its own, then no privilege (see the module docstring). Raises OSError."""
+    its own with ``max=`` the sandbox's share ``ptys``, then no privilege (see the
+    module docstring). Raises OSError, ValueError."""
+    options = DEVPTS % pty_max(ptys)
     _check(_libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
     _check(_libc.mount(b"devpts", b"/dev/pts", b"devpts", ctypes.c_ulong(MS_NOSUID | MS_NOEXEC),
-                       DEVPTS.encode()), "mount the sandbox's devpts")
+                       options.encode()), "mount the sandbox's devpts")
     drop()
 
 

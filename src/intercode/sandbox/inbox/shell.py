@@ -500,11 +500,11 @@ def freeze_step(idle):
     """One step of freezing: True if no process runs, else stop them all (and False).
 
     ``idle`` maps pids that need no stopping to the descriptor they must be blocked
-    reading (``None``: any; :data:`ASLEEP`: any sleep, for the spare and the held
-    interpreters, which run none of the agent's code and whose ``syscall`` files the
-    supervisor may not read: they are not dumpable, see ``pyrepl.child_setup`` and
-    ``pyhold``): the shell waiting for its next action uses no CPU, so
-    when nothing else runs, nothing is signalled (and the next action needs no thaw).
+    reading (``None``: any; :data:`ASLEEP`: any sleep, for the spare and the zygote,
+    which run none of the agent's code and whose ``syscall`` files the supervisor may
+    not read: they are not dumpable, see ``pyrepl.child_setup``; held interpreters are
+    idle only when stopped, see ``freezer``): the shell waiting for its next action uses
+    no CPU, so when nothing else runs, nothing is signalled (and the next action needs no thaw).
     Otherwise ``kill(-1, SIGSTOP)`` stops everything at once, the shell included (a
     process in the middle of a fork too); the caller repeats until this returns True,
     so that a process continued by another in the middle of a round is caught.
