@@ -225,9 +225,12 @@ for n in os.listdir('/proc'):
     if n.isdigit() and int(n) not in (1, me):
         st = open('/proc/%s/stat' % n).read()
         if st[st.rfind(')') + 2:].split()[1] == '1':
-            resource.prlimit(int(n), resource.RLIMIT_CPU, (1, 1))
-            resource.prlimit(int(n), resource.RLIMIT_NOFILE, (7, 7))
-            done += 1
+            try:
+                resource.prlimit(int(n), resource.RLIMIT_CPU, (1, 1))
+                resource.prlimit(int(n), resource.RLIMIT_NOFILE, (7, 7))
+                done += 1
+            except PermissionError:  # refused by the seccomp filter
+                pass
 print(done)
 '''
 
@@ -243,7 +246,7 @@ def test_the_next_interpreters_limits_cannot_be_lowered_from_inside(backend):
     try:
         env.reset(options={"task": 0})
         first = env.step(LIMITS)[0]
-        assert int(env.step(PRLIMIT_ALL)[0]) >= 1  # the spare (and the zygote)
+        assert int(env.step(PRLIMIT_ALL)[0]) == 0  # not the spare, not the zygote
         env.reset(options={"task": 1})
         assert env.step(LIMITS)[0] == first
         env.step("import time; time.sleep(0.2)")

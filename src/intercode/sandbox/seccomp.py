@@ -16,6 +16,13 @@ accounts for, or that widen the kernel's attack surface for no task's benefit:
 * ``setxattr``, ``lsetxattr``, ``fsetxattr``, ``setxattrat`` (``EOPNOTSUPP``, what a file
   system without extended attributes answers): attribute values are kernel memory that
   the tmpfs's size does not count. Reading and removing them stays allowed.
+* ``prlimit64`` with a new limit for another process (``EPERM``; a pid other than 0):
+  every process of the sandbox runs as one user, and the kernel lets a process change
+  the resource limits of any other of the same user, the supervisor's (pid 1, which
+  passes its limits on to every shell, interpreter and engine it starts), the
+  interpreters' zygote's and the next episode's spare's included. A process still sets
+  its own (``setrlimit``, ``ulimit``, ``prlimit`` running a command) and reads any
+  other's (``prlimit --pid``).
 
 With ``namespaces`` (the Docker backend, whose container starts with ``CAP_SYS_ADMIN``
 for its set-up, so that Docker's own profile allows these calls for its whole life), it
@@ -53,6 +60,7 @@ RET_ERRNO = 0x00050000
 OFFSET_NR = 0  # struct seccomp_data: int nr; __u32 arch; ...
 OFFSET_ARCH = 4
 OFFSET_ARG0_LOW = 16  # args[0], its low 32 bits (the little-endian arches here)
+OFFSET_ARG2_LOW, OFFSET_ARG2_HIGH = 32, 36  # args[2]: prlimit64's new limit (a pointer)
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET (Docker's mask)
 CLONE_NEW_FLAGS = 0x7E020000
 X32_SYSCALL_BIT = 0x40000000
@@ -100,6 +108,9 @@ NAMESPACE_SYSCALLS: dict[int, dict[str, int]] = {
                          "unshare": 97, "clone": 220, "setns": 268, **_NEW_MOUNT_API},
 }
 
+# prlimit64(pid, resource, new_limit, old_limit): see _prlimit_block
+PRLIMIT64 = {AUDIT_ARCH_X86_64: 302, AUDIT_ARCH_I386: 340, AUDIT_ARCH_AARCH64: 261}
+
 SYSCALLS: dict[int, dict[str, int]] = {
     AUDIT_ARCH_X86_64: {
         "shmget": 29, "semget": 64, "msgget": 68, "add_key": 248, "request_key": 249, "keyctl": 250,
@@ -144,6 +155,23 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
+def _prlimit_block(nr: int) -> list[bytes]:
+    """``prlimit64`` (nr in the accumulator): ``EPERM`` when it names another process
+    (pid not 0) and passes a new limit (a pointer that is not NULL); reading allowed.
+    Any other call jumps past the block with the accumulator unchanged."""
+    return [
+        _insn(_JEQ_K, 0, 8, nr),
+        _insn(_LD_ABS_W, 0, 0, OFFSET_ARG0_LOW),  # pid_t: 32 bits
+        _insn(_JEQ_K, 5, 0, 0),  # this process: allowed
+        _insn(_LD_ABS_W, 0, 0, OFFSET_ARG2_LOW),
+        _insn(_JEQ_K, 0, 2, 0),  # a new limit: denied
+        _insn(_LD_ABS_W, 0, 0, OFFSET_ARG2_HIGH),
+        _insn(_JEQ_K, 1, 0, 0),  # NULL: only a read, allowed
+        _insn(_RET_K, 0, 0, RET_ERRNO | errno.EPERM),
+        _insn(_RET_K, 0, 0, RET_ALLOW),
+    ]
+
+
 def _arch_block(arch: int, namespaces: bool = False) -> list[bytes]:
     """Instructions for one architecture: load nr, deny the listed calls, allow the rest."""
     block = [_insn(_LD_ABS_W, 0, 0, OFFSET_NR)]
@@ -160,6 +188,7 @@ def _arch_block(arch: int, namespaces: bool = False) -> list[bytes]:
         errnos.update(NAMESPACE_ERRNO)
     for name, nr in sorted(denied.items(), key=lambda item: item[1]):
         block += [_insn(_JEQ_K, 0, 1, nr), _insn(_RET_K, 0, 0, RET_ERRNO | errnos[name])]
+    block += _prlimit_block(PRLIMIT64[arch])
     if clone is not None:
         # clone with a namespace flag: EPERM; any other clone goes on to the allow below
         block += [_insn(_JEQ_K, 0, 3, clone), _insn(_LD_ABS_W, 0, 0, OFFSET_ARG0_LOW),

@@ -17,11 +17,12 @@ import signal
 import sys
 import time
 
-from . import freezer, privs, proto, runcmd, shell, snaps, tree
+from . import freezer, privs, proto, rlimits, runcmd, shell, snaps, tree
 
 PR_SET_DUMPABLE = 4
 LOW_FD = 64  # where the host's descriptors are moved: just above the shell's fixed ones
 NO_REPLY = ("freeze", "thaw")  # requests the host does not wait for (see freezer)
+NEW_EPISODE = ("load", "reset")  # where a limit that cannot be set again spends the sandbox
 WATCH_AFTER_THAW = 0.005  # s: first check of the limits after stopped processes go on
 RLIMITS = {
     "memory": resource.RLIMIT_AS,
@@ -51,6 +52,7 @@ class Supervisor(snaps.Snapshots):
         self.files_limit = watch.get("files")
         self.files_seen = 0
         self.files_fds = []
+        self.limits = rlimits.current()  # set again once set up (see setup)
         self.freezer = freezer.Freezer(self.shell, self.ctl_out)
         self.init_snapshots()
         self.freezer.held = self.held
@@ -76,6 +78,10 @@ class Supervisor(snaps.Snapshots):
                     value += 1  # the zygote's process is not the agent's
                 resource.setrlimit(RLIMITS[name], (value, value))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # the limits of this process and of everything it starts, from now on (see rlimits)
+        self.limits = rlimits.current()
+        self.shell.rlimits = self.limits
+        self.shell.limits_text = shell.proc_read("%d/limits" % os.getpid())
         os.umask(0o022)
         epoch = self.cfg["epoch_ns"]
         for rel, mode in self.cfg["skeleton_dirs"]:
@@ -143,6 +149,7 @@ class Supervisor(snaps.Snapshots):
         handler = getattr(self, "op_" + str(op), None)
         started = time.perf_counter()
         try:
+            rlimits.apply(self.limits, strict=op in NEW_EPISODE)
             if handler is None:
                 raise ValueError("unknown request %r" % (op,))
             reply, out_blob = handler(msg, blob)

@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from . import oomguard
+from . import oomguard, rlimits
 
 ACTION_FD = 63
 STATUS_FD = 62
@@ -143,6 +143,9 @@ class Shell:
         self.data = b""  # what the SQL engine starts with (the host's database images)
         self.zygote = None  # the Python interpreters' clean parent (see zygote)
         self.go_w = None  # the go pipe of a bash begun and waiting for its directory
+        # the supervisor's limits once set up (see rlimits): of every process started here
+        self.rlimits = rlimits.current()
+        self.limits_text = None  # ... as /proc/<pid>/limits shows them
         # bash-static's fixed path, found at the start (see STATIC_BASH): None where none
         self.static_exe = fixed_program(STATIC_BASH) if shell_path == "/bin/bash" else None
 
@@ -277,11 +280,11 @@ class Shell:
     def _fork_python(self, cwd):
         spare, self.spare = self.spare, None
         if spare is not None and (dying(spare[0]) or (
-                self.zygote is not None and not same_limits(spare[0], self.zygote.limits))):
+                self.limits_text is not None and not same_limits(spare[0], self.limits_text))):
             # the agent killed the spare and we have not reaped it yet (seen in CI: the
             # first action after a restore then found its interpreter dead, status 137),
-            # or changed its limits (prlimit: the same user), which the next episode's
-            # interpreter would have had
+            # or its limits are not the supervisor's (lowered by prlimit, or forked while
+            # the supervisor's were), which the next episode's interpreter would have had
             os.close(spare[1])
             try:
                 os.kill(spare[0], signal.SIGKILL)
@@ -342,6 +345,7 @@ class Shell:
         pid = os.fork()
         if pid == 0:
             oomguard.join()
+            rlimits.apply(self.rlimits)  # not pid 1's of the moment
             os.close(go_w)
             sqlrepl.start(self.fds, self.env, go_r, self.data)
         os.close(go_r)

@@ -30,7 +30,7 @@ import struct
 import sys
 import time
 
-from . import oomguard
+from . import oomguard, rlimits
 
 REPLY = struct.Struct("=i")
 WAIT = 10.0  # s: longest wait for a spare's pid (the agent can stop or kill it meanwhile)
@@ -171,6 +171,7 @@ def _serve(sock, fds, env):
 
     from . import pyhold, pyrepl
 
+    limits = rlimits.current()  # pid 1's once set up: every interpreter's
     pyhold._dumpable(False)
     handlers = {}
     for sig in signal.valid_signals():
@@ -213,7 +214,7 @@ def _serve(sock, fds, env):
         except OSError:  # no fork now (the agent's processes are at their limit)
             pid = -1
         if pid == 0:
-            _spare(sock, fds, env, go_r, handlers, pyrepl)
+            _spare(sock, fds, env, go_r, handlers, pyrepl, limits)
         if pid < 0 and pid != ORPHANED:
             _tell(sock, NO_FORK)
         os.close(go_r)
@@ -242,7 +243,7 @@ def _tell(sock, value):
         pass
 
 
-def _spare(sock, fds, env, go_r, handlers, pyrepl):
+def _spare(sock, fds, env, go_r, handlers, pyrepl, limits):
     """In the new spare: report its pid to pid 1, then become the interpreter."""
     try:
         _tell(sock, os.getpid())
@@ -253,6 +254,7 @@ def _spare(sock, fds, env, go_r, handlers, pyrepl):
                     signal.signal(sig, handler)
                 except (OSError, ValueError):
                     pass
+        rlimits.apply(limits)  # set, not inherited (see rlimits)
         if "random" in sys.modules:  # a raw fork runs no at-fork hook: reseed as os.fork does
             sys.modules["random"].seed()
         oomguard.join()
