@@ -129,8 +129,7 @@ class HostPolicy:
             self.served.update(LOOPBACK_NAMES)
         if not wildcard:
             self.served.add(_bracketed(bind_host))
-        self.names = ", ".join(sorted(self.served | self.any_port)
-                               + sorted(f"{n}:{p}" for n, p in self.exact))
+        self.others = sorted(self.any_port) + sorted(f"{n}:{p}" for n, p in self.exact)
 
     def allows(self, name: str, port: int | None, served: int | None) -> bool:
         """Whether ``name`` on ``port`` (None: not given) is allowed on a server that
@@ -149,9 +148,11 @@ class HostPolicy:
         host = split_host(hosts[0]) if len(hosts) == 1 else None
         if self.check_host and (host is None or not self.allows(*host, served)):
             shown = hosts[0][:100] if len(hosts) == 1 else f"{len(hosts)} Host headers"
+            port = "" if served is None else f":{served}"
+            names = ", ".join([*(n + port for n in sorted(self.served)), *self.others])
             return Refusal(421, "bad_host", f"Host {shown!r} is not a name this server "
-                           f"is served under ({self.names}); to allow another, start "
-                           "the server with --allowed-host NAME[:PORT]")
+                           f"is served under ({names}); to allow another, start the "
+                           "server with --allowed-host NAME[:PORT]")
         for value in origins:
             origin = split_origin(value)
             if origin is None or not (self.allows(*origin, served) if self.check_host
