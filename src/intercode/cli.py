@@ -235,6 +235,11 @@ def _refuse_inapplicable(args: argparse.Namespace) -> None:
                           "Again always shows the reward, ReAct never)")
 
 
+ALLOWED_HOST_HELP = ("a Host (and browser Origin) the server answers besides its own "
+                     "address (on loopback: localhost, 127.0.0.1, [::1] with its port); "
+                     "no port: any; repeatable (docs/serving.md)")
+
+
 def _add_serving(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("serving")
     g.add_argument("--host", default="127.0.0.1",
@@ -250,6 +255,8 @@ def _add_serving(p: argparse.ArgumentParser) -> None:
                    help="close a session idle this many seconds (600)")
     g.add_argument("--token-env", default=None, metavar="VAR",
                    help="require the bearer token held by this environment variable")
+    g.add_argument("--allowed-host", action="append", default=None, metavar="NAME[:PORT]",
+                   help=ALLOWED_HOST_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -384,6 +391,8 @@ def _add_serve(sub: Any) -> None:
     mc.add_argument("--token-env", default=None, metavar="VAR",
                     help="http: require `Authorization: Bearer <token>`, the token read "
                          "from the environment variable VAR")
+    mc.add_argument("--allowed-host", action="append", default=None, metavar="NAME[:PORT]",
+                    help="http: " + ALLOWED_HOST_HELP)
     oe = protocols.add_parser(
         "openenv", help="the OpenEnv protocol (HTTP and WebSocket; TRL's environments); "
                         "client: intercode.serve.openenv.IntercodeEnv")
@@ -562,7 +571,8 @@ def cmd_serve_openenv(args: argparse.Namespace) -> int:
                          idle_timeout=args.idle_timeout)
     warn_if_exposed(args.host, token)
     serve_openenv(config, host=args.host, port=args.port, token=token,
-                  log_level="info" if args.verbose else "warning")
+                  log_level="info" if args.verbose else "warning",
+                  allowed_hosts=args.allowed_host or ())
     return 0
 
 
@@ -652,7 +662,8 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
         for flag, given in (("--host", args.host), ("--port", args.port),
                             ("--max-sessions", args.max_sessions), ("--warm", args.warm),
                             ("--reconnect-grace", args.reconnect_grace),
-                            ("--token-env", args.token_env)):
+                            ("--token-env", args.token_env),
+                            ("--allowed-host", args.allowed_host)):
             if given is not None:
                 raise ConfigError(f"{flag} applies only to --transport http (a stdio server "
                                   "has one client)")
@@ -664,7 +675,8 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
                          idle_timeout=args.idle_timeout,
                          reconnect_grace=args.reconnect_grace or 5.0)
     return serve(config, args.transport, host=args.host or "127.0.0.1",
-                 port=8000 if args.port is None else args.port, token=token)
+                 port=8000 if args.port is None else args.port, token=token,
+                 allowed_hosts=args.allowed_host or ())
 
 
 SERVE_COMMANDS = {"mcp": cmd_serve_mcp, "openenv": cmd_serve_openenv}

@@ -35,8 +35,8 @@ def refusing(status: int) -> Any:
 
 
 async def request(guard: HttpGuard, method: str, sid: str) -> None:
-    scope = {"type": "http", "method": method, "path": PATH,
-             "headers": [(b"mcp-session-id", sid.encode())]}
+    scope = {"type": "http", "method": method, "path": PATH, "server": ("127.0.0.1", 8000),
+             "headers": [(b"host", b"127.0.0.1:8000"), (b"mcp-session-id", sid.encode())]}
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
@@ -69,7 +69,12 @@ def recording(name: str, calls: list[str], status: int = 200) -> Any:
 
 
 async def answer(guard: HttpGuard, path: str, headers: list[tuple[bytes, bytes]]) -> int:
-    scope = {"type": "http", "method": "POST", "path": path, "headers": headers}
+    """The status of a POST received on 127.0.0.1:8000 (Host: 127.0.0.1:8000 unless the
+    headers have their own)."""
+    if not any(name == b"host" for name, _ in headers):
+        headers = [(b"host", b"127.0.0.1:8000"), *headers]
+    scope = {"type": "http", "method": "POST", "path": path, "headers": headers,
+             "server": ("127.0.0.1", 8000)}
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -107,3 +112,51 @@ def test_the_token_guards_the_mcp_endpoint_and_every_other_path():
         assert calls == ["endpoint", "endpoint", "app", "app"]
 
     anyio.run(main)
+
+
+def test_a_foreign_host_or_origin_is_refused_on_every_path_before_the_token():
+    """DNS rebinding (a page's own name as Host) and a page's Origin are refused on
+    /mcp and on every other path, with or without the token, before the SDK or the
+    fast path sees the request (the SDK's own check guarded /mcp only, on any port);
+    --allowed-host names pass; a WebSocket is never served."""
+    from intercode.serve.hosts import HostPolicy
+
+    calls: list[str] = []
+    guard = HttpGuard(recording("app", calls), Service(), token="t0ken",  # type: ignore[arg-type]
+                      endpoint=recording("endpoint", calls),
+                      hosts=HostPolicy("127.0.0.1", ["env.example.org"]))
+    good = (b"authorization", b"Bearer t0ken")
+
+    async def main() -> None:
+        for path in (PATH, "/", "/health", "/metadata", PATH + "/"):
+            for host, origin, status in ((b"rebind.attacker.example:8000", None, 421),
+                                         (b"127.0.0.1:9999", None, 421),
+                                         (b"127.0.0.1:8000", b"http://attacker.example", 403),
+                                         (b"127.0.0.1:8000", b"null", 403),
+                                         (b"localhost:8000", b"http://localhost:9999", 403)):
+                headers = [(b"host", host), good]
+                if origin is not None:
+                    headers.append((b"origin", origin))
+                assert await answer(guard, path, headers) == status, (path, host, origin)
+                assert await answer(guard, path, headers[:1] + headers[2:]) == status
+        assert calls == []
+        for host, origin in ((b"127.0.0.1:8000", None), (b"localhost:8000",
+                                                         b"http://localhost:8000"),
+                             (b"env.example.org", b"https://env.example.org")):
+            headers = [(b"host", host), good] + ([(b"origin", origin)] if origin else [])
+            assert await answer(guard, "/other", headers) == 200
+        assert calls == ["app"] * 3
+        sent: list[dict[str, Any]] = []
+
+        async def connect() -> dict[str, Any]:
+            return {"type": "websocket.connect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await guard({"type": "websocket", "path": PATH, "server": ("127.0.0.1", 8000),
+                     "headers": [(b"host", b"127.0.0.1:8000")]}, connect, send)
+        assert [m["type"] for m in sent] == ["websocket.close"] and calls == ["app"] * 3
+
+    anyio.run(main)
+

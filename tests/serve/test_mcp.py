@@ -505,6 +505,9 @@ def test_without_the_mcp_package_the_error_is_one_line():
     (["--token-env", "X"], "--token-env applies only to --transport http"),
     (["--transport", "http", "--token-env", "INTERCODE_NO_SUCH_VAR"], "not set or empty"),
     (["--transport", "http", "--host", "0.0.0.0"], "not a loopback address"),
+    (["--allowed-host", "env.example.org"], "--allowed-host applies only to --transport http"),
+    (["--transport", "http", "--port", "0", "--allowed-host", "http://x.example"],
+     "bad --allowed-host"),
     (["--backend", "mysql"], "--backend applies only to the sql environment"),
 ])
 def test_the_command_line_refuses_what_cannot_work(argv, message, capsys):

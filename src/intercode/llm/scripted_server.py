@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from intercode.serve.hosts import HostPolicy
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -120,6 +122,8 @@ class ScriptedChatServer:
     """``POST /v1/chat/completions`` and ``GET /v1/models`` on 127.0.0.1 (a free port).
 
     ``api_key``: when set, requests without ``Authorization: Bearer <api_key>`` get 401.
+    A foreign ``Host`` or ``Origin`` (a web page's) gets 421 or 403, as from every server
+    of the project (:mod:`intercode.serve.hosts`).
     Every request is kept in ``requests`` (JSON body plus the ``authorization`` header).
     """
 
@@ -130,6 +134,7 @@ class ScriptedChatServer:
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._hosts = HostPolicy("127.0.0.1")
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -187,7 +192,22 @@ class ScriptedChatServer:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _refused(self) -> bool:
+                """Answer a foreign Host or Origin (and close: a body may be unread)."""
+                refused = server._hosts.refusal(
+                    self.headers.get_all("Host") or [], self.headers.get_all("Origin") or [],
+                    server._httpd.server_address[1])
+                if refused is None:
+                    return False
+                self.close_connection = True
+                self._send(refused.status, json.dumps({"error": {
+                    "message": refused.message, "type": refused.code}}).encode(),
+                    {"Connection": "close"})
+                return True
+
             def do_GET(self) -> None:
+                if self._refused():
+                    return
                 if self.path.rstrip("/").endswith("/models"):
                     body = {"object": "list", "data": [{"id": server.model, "object": "model",
                                                         "owned_by": "intercode"}]}
@@ -196,6 +216,8 @@ class ScriptedChatServer:
                     self._send(404, b'{"error": {"message": "not found"}}')
 
             def do_POST(self) -> None:
+                if self._refused():
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 if not self.path.rstrip("/").endswith("/chat/completions"):

@@ -7,10 +7,11 @@ project's machines, a quarter of the protocol overhead of a step (docs/serving.m
 Performance). :class:`FastCalls` answers the one hot request, a ``tools/call`` of one of
 this server's tools, without those hops, with the SDK's own parts in the SDK's order:
 
-- the request still goes through the SDK's session manager and the session's transport:
-  the session lookup, the DNS-rebinding check, the idle clock (a request in flight
-  holds the session), the terminated check, the ``Accept`` and ``Content-Type`` checks
-  and the session-header check are the SDK's own code;
+- the request still goes through the SDK's session manager and the session's transport
+  (after the guard's Host/Origin check, :mod:`intercode.serve.hosts`): the session
+  lookup, the idle clock (a request in flight holds the session), the terminated check,
+  the ``Accept`` and ``Content-Type`` checks and the session-header check are the SDK's
+  own code;
 - the message is parsed and validated by the SDK's JSON-RPC adapter, its params by the
   protocol version's request surface (``mcp_types.methods.validate_client_request``)
   and by ``CallToolRequestParams``;

@@ -2,9 +2,11 @@
 
 The MCP SDK's streamable HTTP app (``/mcp``) does the protocol, its sessions
 (``Mcp-Session-Id``), their idle expiry (``idle_timeout`` with no request in flight and
-no open stream), the 413 for bodies over :data:`MAX_BODY` and, on a loopback address,
-the Host/Origin checks against DNS rebinding. :class:`HttpGuard`, in front of it, asks
-for the bearer token (401 without it) and frees a client session's sandboxes as soon as
+no open stream) and the 413 for bodies over :data:`MAX_BODY`. :class:`HttpGuard`, in
+front of it, checks the ``Host`` and ``Origin`` of every request on every path (the
+policy of every server here, :mod:`intercode.serve.hosts`: 421, 403; the SDK's own
+check, which guards only ``/mcp`` and allows any port, is off), asks for the bearer
+token (401 without it) and frees a client session's sandboxes as soon as
 the SDK's session ends: on the client's ``DELETE``, or when the SDK answers 404 for a
 session it no longer knows (expired).
 
@@ -20,7 +22,6 @@ and the pool's).
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import signal
@@ -33,9 +34,11 @@ from typing import Any
 import anyio
 from mcp.server import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from intercode.errors import ConfigError
+from intercode.serve.hosts import HostPolicy, is_loopback
 from intercode.serve.mcp_fast import FastCalls
 from intercode.serve.mcp_server import McpService
 
@@ -59,12 +62,15 @@ class _Traffic:
 
 
 class HttpGuard:
-    """ASGI middleware: the bearer token, and the end of the SDK's sessions."""
+    """ASGI middleware: the Host and Origin headers, the bearer token, and the end of
+    the SDK's sessions."""
 
     def __init__(self, app: ASGIApp, service: McpService, token: str | None,
                  path: str = PATH, reconnect_grace: float = 5.0,
-                 endpoint: ASGIApp | None = None, fast: FastCalls | None = None) -> None:
+                 endpoint: ASGIApp | None = None, fast: FastCalls | None = None,
+                 hosts: HostPolicy | None = None) -> None:
         self.app = app
+        self.hosts = hosts or HostPolicy("127.0.0.1")
         # requests to `path` go straight to `endpoint` (the SDK's session manager), past
         # the routing and exception middleware of `app` (which still serves the rest)
         self.endpoint = endpoint or app
@@ -77,8 +83,16 @@ class HttpGuard:
         self._requests = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # lifespan
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # no WebSocket is served here: refused (HTTP 403)
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        refused = self.hosts.check(scope)
+        if refused is not None:
+            await _reply(send, refused.status, refused.message)
             return
         authorization = sid = None
         for name, value in scope["headers"]:  # the raw list: no Headers object per request
@@ -193,16 +207,6 @@ def check_host(host: str, token: str | None) -> None:
                           "could run code in the sandboxes; give a token with --token-env")
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (or ``localhost``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port`` (port 0: any free port)."""
     try:
@@ -228,9 +232,10 @@ def url(sock: socket.socket) -> str:
 
 
 def build_app(service: McpService, host: str, token: str | None,
-              fast: bool = True) -> HttpGuard:
+              fast: bool = True, hosts: HostPolicy | None = None) -> HttpGuard:
     """The guarded ASGI app (its lifespan runs the SDK's session manager); ``fast``:
-    with the ``tools/call`` fast path (:mod:`intercode.serve.mcp_fast`)."""
+    with the ``tools/call`` fast path (:mod:`intercode.serve.mcp_fast`); ``hosts``: the
+    Host/Origin policy (by default that of a server bound to ``host``)."""
     config = service.config
     app = service.server.streamable_http_app(
         streamable_http_path=PATH, max_request_body_size=MAX_BODY,
@@ -239,12 +244,15 @@ def build_app(service: McpService, host: str, token: str | None,
         json_response=True,
         session_idle_timeout=config.idle_timeout,
         # protocol sessions are cheap until they reset; the pool caps the sandboxes
-        max_sessions=max(16, 4 * config.max_sessions), host=host)
+        max_sessions=max(16, 4 * config.max_sessions), host=host,
+        # the guard checks Host and Origin on every path, --allowed-host included
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     untraced(service.server)
     manager = service.server.session_manager
     return HttpGuard(app, service, token, reconnect_grace=config.reconnect_grace,
                      endpoint=manager.handle_request,
-                     fast=FastCalls(service, manager) if fast else None)
+                     fast=FastCalls(service, manager) if fast else None,
+                     hosts=hosts or HostPolicy(host))
 
 
 def untraced(server: Server[Any]) -> None:
@@ -269,7 +277,8 @@ def loop_options() -> dict[str, Any]:
     return {"use_uvloop": True}
 
 
-async def serve_http(service: McpService, host: str, port: int, token: str | None) -> None:
+async def serve_http(service: McpService, host: str, port: int, token: str | None,
+                     hosts: HostPolicy | None = None) -> None:
     """Serve over streamable HTTP until interrupted (SIGINT, SIGTERM)."""
     import uvicorn
 
@@ -277,7 +286,7 @@ async def serve_http(service: McpService, host: str, port: int, token: str | Non
     try:
         await service.start()
         server = uvicorn.Server(uvicorn.Config(
-            build_app(service, host, token), log_config=None, access_log=False,
+            build_app(service, host, token, hosts=hosts), log_config=None, access_log=False,
             lifespan="on", timeout_graceful_shutdown=2,
             # bound to loopback or behind a token: no proxy to trust, no headers to add
             proxy_headers=False, server_header=False))

@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -480,7 +480,8 @@ async def serve_stdio(service: McpService) -> None:
 
 
 def serve(config: ServeConfig, transport: Transport = "stdio", host: str = "127.0.0.1",
-          port: int = 8000, token: str | None = None) -> int:
+          port: int = 8000, token: str | None = None,
+          allowed_hosts: Sequence[str] = ()) -> int:
     """Run the server until its client leaves (stdio) or it is interrupted (HTTP)."""
     if transport == "stdio":
         service = McpService(config, "stdio")
@@ -491,12 +492,15 @@ def serve(config: ServeConfig, transport: Transport = "stdio", host: str = "127.
         return 0
     if transport != "http":
         raise ConfigError(f"unknown transport {transport!r}")
+    from intercode.serve.hosts import HostPolicy
     from intercode.serve.mcp_http import check_host, loop_options, serve_http
 
     check_host(host, token)
+    hosts = HostPolicy(host, allowed_hosts)  # a bad --allowed-host: one line, now
     service = McpService(config, "http")
     try:
-        anyio.run(serve_http, service, host, port, token, backend_options=loop_options())
+        anyio.run(serve_http, service, host, port, token, hosts,
+                  backend_options=loop_options())
     except KeyboardInterrupt:
         pass
     return 0

@@ -186,6 +186,9 @@ class IntercodeEnv(EnvClient[IntercodeAction, IntercodeObservation, IntercodeSta
                                   "the connection: a wrong or missing bearer token") from None
             if status == 503:
                 raise server_error(_detail(exc.response.body)) from None
+            if status in (403, 421):  # a Host or Origin the server does not answer
+                raise ConnectionError(f"cannot connect to {self._ws_url}: HTTP {status}: "
+                                      f"{_detail(exc.response.body)['message']}") from None
             raise ConnectionError(f"cannot connect to {self._ws_url}: HTTP {status}") from exc
         except Exception as exc:
             raise ConnectionError(f"cannot connect to {self._ws_url}: {exc}") from exc

@@ -20,8 +20,9 @@ session ends, which would kill the sandboxes of an environment the pool keeps wa
 OpenEnv's HTTP ``/reset`` and ``/step`` are stateless (each request builds an instance
 and closes it), so an HTTP ``/step`` never has an episode; the WebSocket is the session.
 
-In front of the app, :class:`Guard` checks the bearer token (HTTP and the WebSocket
-handshake: 401) and the size of HTTP bodies (413); uvicorn's ``ws_max_size`` closes a
+In front of the app, :class:`Guard` checks the ``Host`` and ``Origin`` headers of every
+request and WebSocket handshake (:mod:`intercode.serve.hosts`: 421, 403), the bearer
+token (401) and the size of HTTP bodies (413); uvicorn's ``ws_max_size`` closes a
 connection whose message is larger (close code 1009).
 """
 
@@ -34,7 +35,7 @@ import json
 import logging
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -46,6 +47,7 @@ from intercode.serve._openenv_core import (
     EnvironmentMetadata,
     HTTPEnvServer,
 )
+from intercode.serve.hosts import HostPolicy
 from intercode.serve.openenv import IntercodeAction, IntercodeObservation, IntercodeState
 from intercode.serve.sessions import (
     NoEpisode,
@@ -259,13 +261,16 @@ def _quiet_when_gone(send: Send) -> Send:
 
 
 class Guard:
-    """ASGI middleware: the bearer token (HTTP and WebSocket) and the HTTP body size."""
+    """ASGI middleware: the Host and Origin headers, the bearer token (HTTP and
+    WebSocket) and the HTTP body size."""
 
     def __init__(self, app: ASGIApp, token: str | None, max_body: int = MAX_MESSAGE_BYTES,
-                 full: Callable[[], str | None] = lambda: None) -> None:
+                 full: Callable[[], str | None] = lambda: None,
+                 hosts: HostPolicy | None = None) -> None:
         from starlette.websockets import WebSocketDisconnect
 
         self.app = app
+        self.hosts = hosts or HostPolicy("127.0.0.1")
         self.full = full  # why a new session is refused now (None: it is not)
         self.left: type[Exception] = WebSocketDisconnect
         self.expected = None if token is None else f"Bearer {token}".encode()
@@ -275,6 +280,14 @@ class Guard:
         kind = scope["type"]
         if kind not in ("http", "websocket"):
             await self.app(scope, receive, send)
+            return
+        refused = self.hosts.check(scope)
+        if refused is not None:
+            if kind == "http":
+                await _respond(send, refused.status, refused.message, code=refused.code)
+            else:
+                await self._deny(scope, receive, send, refused.status, refused.message,
+                                 refused.code)
             return
         if not self._authorized(scope):
             await self._refuse(kind, scope, receive, send)
@@ -364,8 +377,11 @@ async def _respond(send: Send, status: int, detail: str, code: str = "bad_reques
 
 
 def build_app(pool: SessionPool, token: str | None = None,
-              max_body: int = MAX_MESSAGE_BYTES) -> Guard:
-    """The ASGI app serving ``pool``'s environment (OpenEnv's routes behind a guard)."""
+              max_body: int = MAX_MESSAGE_BYTES, host: str = "127.0.0.1",
+              allowed_hosts: Sequence[str] = ()) -> Guard:
+    """The ASGI app serving ``pool``'s environment (OpenEnv's routes behind a guard);
+    ``host``: the address it listens on, ``allowed_hosts``: ``--allowed-host``."""
+    hosts = HostPolicy(host, allowed_hosts)
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
@@ -409,17 +425,19 @@ def build_app(pool: SessionPool, token: str | None = None,
         threads.shutdown(wait=False)
 
     app.router.on_shutdown.append(close_pool)
-    return Guard(app, token, max_body, full)
+    return Guard(app, token, max_body, full, hosts)
 
 
 def serve_openenv(config: ServeConfig, host: str = "127.0.0.1", port: int = 8000,
-                  token: str | None = None, log_level: str = "warning") -> None:
+                  token: str | None = None, log_level: str = "warning",
+                  allowed_hosts: Sequence[str] = ()) -> None:
     """Serve until interrupted (SIGINT/SIGTERM); prints the address once listening."""
     import uvicorn
 
+    HostPolicy(host, allowed_hosts)  # a bad --allowed-host fails before the pool starts
     pool = SessionPool(config)
     pool.check()  # a bad configuration fails now, not at the first client
-    app = build_app(pool, token)
+    app = build_app(pool, token, host=host, allowed_hosts=allowed_hosts)
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:
