@@ -5,7 +5,8 @@ Each task ends in one of these groups:
 * ``ok``: the gold scores 1.0 and the task has no known issue;
 * ``ok_known``: it scores 1.0 but is listed as a known issue (a gold that fails to run
   but matches itself, an output that depends on the host, ...);
-* ``fail_known``: it does not score 1.0 and the known-issue list says why;
+* ``fail_known``: it does not score 1.0 and the known-issue list says why (a broken
+  gold that fails to run: the episode is an error, as it cannot be scored);
 * ``unexpected``: it does not score 1.0 and nothing explains it; or the known-issue
   list says it fails but it scored 1.0. Both must be empty.
 """
@@ -85,6 +86,11 @@ def classify(env: str, ds: Dataset, records: dict[int, dict[str, Any]],
         if rec.get("status") == "skipped":
             report["skipped"].append({**entry, "why": rec.get("error")})
             continue
+        issue = known.get(index)
+        if rec.get("status") != "ok" and issue is not None and _broken_gold_failed(rec, issue):
+            report["fail_known"].append({**entry, "kind": issue.kind, "reason": issue.reason,
+                                         "explanation": f"error: {rec.get('error')}"})
+            continue
         if rec.get("status") != "ok":
             report["errors"].append({**entry, "error": rec.get("error")})
             report["unexpected"].append({**entry, "why": f"error: {rec.get('error')}"})
@@ -92,7 +98,6 @@ def classify(env: str, ds: Dataset, records: dict[int, dict[str, Any]],
         success = bool(rec.get("success"))
         report["scored_one"] += success
         entry.update(reward=rec.get("reward"), explanation=explain(rec))
-        issue = known.get(index)
         if issue is not None:
             entry.update(kind=issue.kind, reason=issue.reason)
         if issue is None:
@@ -110,6 +115,13 @@ def classify(env: str, ds: Dataset, records: dict[int, dict[str, Any]],
                 report["unexpected"].append({**entry, "why": "listed as scoring 1.0, did not: "
                                              + entry["explanation"]})
     return report
+
+
+def _broken_gold_failed(record: dict[str, Any], issue: Any) -> bool:
+    """Whether an episode's error is its gold failing, on a task listed with a broken gold
+    (a gold that fails cannot score the episode: a ``RewardError``, never "no rows")."""
+    return (issue.kind == "broken_gold" and not issue.gold_scores_one
+            and "the gold query failed" in str(record.get("error") or ""))
 
 
 def explain(record: dict[str, Any]) -> str:

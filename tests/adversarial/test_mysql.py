@@ -246,9 +246,8 @@ def test_databases_of_an_older_intercode_still_in_use_are_kept(mysql_url, admin)
 
 
 def test_session_state_does_not_leak_into_the_next_episode(agent):
-    for sql in ("CREATE TEMPORARY TABLE city (ID INT)", "SET SESSION sql_mode = 'ANSI_QUOTES'"):
-        assert agent.execute(sql).ok, sql
-    assert agent.execute("SELECT count(*) FROM city").rows == [(0,)]
+    assert agent.execute("SET SESSION sql_mode = 'ANSI_QUOTES'").ok
+    assert agent.execute("CREATE VIEW v AS SELECT 1 AS x").ok  # commits: a re-copy
     agent.reset("world_1")
     assert agent.execute("SELECT count(*) FROM city").rows == [(4079,)]
     assert agent.execute('SELECT "a"').rows == [("a",)]
@@ -374,3 +373,29 @@ def test_many_comments_before_a_statement_do_not_hang_the_host(agent):
     for sql in ("/**/" * 40 + "1", "/* a */" * 40 + "(1)", "/**/" * 40 + "SELECT 1"):
         agent.execute(sql)
     assert agent.execute("SELECT count(*) FROM city").rows == [(4079,)]
+
+
+def test_temporary_tables_are_refused(agent):
+    """A temporary table lives in the server's tmpdir (shared by every session, bounded
+    by no setting) until its connection ends: filling it made other sessions' golds and
+    CREATE USER fail. Session accounts cannot make one."""
+    got = agent.execute("CREATE TEMPORARY TABLE fill (x TEXT) ENGINE=Aria")
+    assert not got.ok and "denied" in (got.error or "")
+    assert agent.execute("SELECT count(*) FROM city").rows == [(4079,)]
+
+
+def test_the_agent_cannot_keep_raised_table_bounds(agent):
+    """MEMORY tables hold server memory until the reset; their bound is the session's
+    max_heap_table_size, which the agent can SET: it is set back after the statement."""
+    for name in ("max_heap_table_size", "tmp_table_size", "tmp_disk_table_size"):
+        assert agent.execute(f"SET SESSION {name} = 1099511627776").ok
+        got = agent.execute(f"SELECT @@{name}").rows
+        assert got is not None and got[0][0] <= 256 << 20, (name, got)
+    made = agent.execute("CREATE TABLE m (x VARCHAR(1000)) ENGINE=MEMORY")
+    assert made.ok, made.error
+    filled = agent.execute("INSERT INTO m SELECT REPEAT('x', 1000) FROM seq_1_to_100000")
+    assert not filled.ok and "full" in (filled.error or "")
+
+
+def test_a_session_account_holds_few_connections(agent):
+    assert agent.execute("SELECT @@max_user_connections").rows == [(3,)]

@@ -317,6 +317,22 @@ ENDLESS = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
            "SELECT count(*) FROM c")
 
 
+@pytest.mark.parametrize("gold", ["SELECT broken", "SELECT * FROM no_such_table",
+                                  "SELECT count(*) FROM people WHERE"])
+def test_a_gold_that_fails_is_an_error_not_an_empty_gold(gold):
+    """A gold that fails (InterCode counted it as "no rows") would give an empty answer
+    1.0: it is a RewardError (the runner's `error`), never a reward."""
+    e = SqlEnv("spider-dev", backend="sqlite")
+    try:
+        e.reset(options={"task": 0})
+        e.task = dataclasses.replace(e.task, gold=gold)
+        assert e.step("SELECT Name FROM people WHERE 1 = 0")[0] == "[]"
+        with pytest.raises(RewardError, match="the gold query failed"):
+            e.step("submit")
+    finally:
+        e.close()
+
+
 def test_a_gold_cut_by_the_clock_is_an_error_not_an_empty_gold():
     """A gold that ran out of time (a loaded machine) must not count as "no rows": an
     empty answer would then score 1.0. It is a RewardError (the runner's `error`)."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from intercode.envs.sql import SqlEnv
+from intercode.errors import RewardError
 from intercode.sql.backend import SqlLimits
 
 
@@ -59,14 +62,27 @@ def test_the_agents_changes_never_reach_the_gold(env):
     assert env.step("SELECT count(*) FROM people")[0] == "[(7,)]"
 
 
-def test_a_failing_gold_counts_as_empty_as_upstream():
+def test_a_failing_gold_is_an_error_not_an_empty_gold():
     e = SqlEnv("spider-dev", backend="sqlite")
     try:
         e.reset(options={"task": 0})
-        e._gold_result = e.backend.session().execute("SELECT broken")  # force a failing gold
+        e._gold_result = e.backend.session().execute("SELECT broken")  # a failed gold run
+        e.step("SELECT Name FROM people WHERE 1 = 0")
+        e.task = dataclasses.replace(e.task, gold="SELECT broken")  # and failing again
+        with pytest.raises(RewardError, match="the gold query failed"):
+            e.evaluate()
+    finally:
+        e.close()
+
+
+def test_a_failed_gold_run_is_run_again_before_scoring():
+    e = SqlEnv("spider-dev", backend="sqlite")
+    try:
+        e.reset(options={"task": 0})
+        e._gold_result = e.backend.session().execute("SELECT broken")  # a failed gold run
         e.step("SELECT Name FROM people WHERE 1 = 0")
         ev = e.evaluate()
-        assert ev.reward == 1.0 and ev.info["gold_failed"]
+        assert ev.reward < 1 and not ev.info["gold_failed"] and ev.info["gold_rows"] == 5
     finally:
         e.close()
 

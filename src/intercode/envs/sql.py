@@ -2,7 +2,9 @@
 
 The agent's statements run in its own session, which starts every episode on a
 pristine copy of the task's database (as InterCode's ``use <db>``). The gold query
-runs in a second session on a pristine copy, never on the agent's connection.
+runs in a second session on a pristine copy, never on the agent's connection; on a
+server, where sessions share the server's resources, it runs at the reset, before the
+agent acts. A gold that fails is a ``RewardError``, never an empty gold.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState
-from intercode.errors import ConfigError, DatasetError, RewardError, SnapshotError
+from intercode.errors import (
+    ConfigError,
+    DatasetError,
+    IntercodeError,
+    RewardError,
+    SnapshotError,
+)
 from intercode.rewards.spider import METRICS, official_text
 from intercode.rewards.sql import SqlReward, result_eq, sql_reward
 from intercode.sandbox import Sandbox, require_backend
@@ -164,7 +172,9 @@ class SqlEnv(IntercodeEnv):
         return self._gold
 
     def load_task(self, task: Task) -> None:
-        """Connect the agent to a pristine copy of the task's database."""
+        """Connect the agent to a pristine copy of the task's database; on a backend whose
+        gold shares resources with the agent (a server's), run the gold now, before the
+        agent can act (see :meth:`gold_result`)."""
         if not isinstance(task, SqlTask):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a SQL task")
         self._session("agent").reset(task.db)
@@ -172,6 +182,12 @@ class SqlEnv(IntercodeEnv):
         self._last_sql = ""
         self._gold_result = None
         self._gold_nodistinct = None
+        if self.backend.gold_at_reset:
+            self._gold_result = self._run_gold(task, task.gold)
+            if self.metric != "exec_match":
+                nodistinct = official_text(task.gold, keep_distinct=False)
+                if nodistinct != task.gold:
+                    self._gold_nodistinct = self._run_gold(task, nodistinct)
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -193,20 +209,45 @@ class SqlEnv(IntercodeEnv):
         return result.render(self.limits.max_rows), info
 
     def gold_result(self) -> QueryResult:
-        """The gold query's result on a pristine database (once per episode)."""
-        if self._gold_result is None:
-            assert isinstance(self.task, SqlTask)
-            session = self._session("gold")
-            session.reset(self.task.db)
-            self._gold_result = _finished(session.execute(self.task.gold), "the gold query")
+        """The gold query's result on a pristine database; a gold that fails is a
+        :class:`RewardError`, never "no rows" (an empty answer would score 1.0)."""
+        assert isinstance(self.task, SqlTask)
+        self._gold_result = self._settled_gold(self._gold_result, self.task.gold,
+                                               "the gold query")
         return self._gold_result
+
+    def _run_gold(self, task: SqlTask, sql: str) -> QueryResult:
+        """``sql`` (trusted) on a pristine copy of the task's database, in the gold's
+        session; a success is kept for the backend's life, a failure (or a failing
+        session) comes back as a result with an error."""
+        key = (task.db, sql)
+        done = self.backend.gold_results().get(key)
+        if done is not None:
+            return done
+        try:
+            session = self._session("gold")
+            session.reset(task.db)
+            result = session.execute(sql)
+        except IntercodeError as exc:
+            return QueryResult(error=f"the gold's session failed: {exc}")
+        if result.ok:
+            self.backend.gold_results()[key] = result
+        return result
+
+    def _settled_gold(self, result: QueryResult | None, sql: str, what: str) -> QueryResult:
+        """``result`` if it succeeded, else ``sql`` run once more; one that still fails
+        is a :class:`RewardError`."""
+        assert isinstance(self.task, SqlTask)
+        if result is None or not result.ok:
+            result = self._run_gold(self.task, sql)
+        return _finished(result, what)
 
     def reward(self) -> SqlReward:
         """The reward of the agent's last result."""
         if self.task is None:
             raise RewardError("no task loaded")
         gold = self.gold_result()
-        gold_rows = gold.rows if gold.ok and gold.rows is not None else []
+        gold_rows = gold.rows if gold.rows is not None else []
         agent_rows = self._last.rows if self._last is not None and self._last.ok else None
         return sql_reward(agent_rows, gold_rows, self.task.gold)
 
@@ -227,11 +268,8 @@ class SqlEnv(IntercodeEnv):
             return reward.exec_match
         gold = self.gold_result()
         if gold_sql != self.task.gold:
-            if self._gold_nodistinct is None:
-                session = self._session("gold")
-                session.reset(self.task.db)
-                self._gold_nodistinct = _finished(session.execute(gold_sql),
-                                                  "the gold query without DISTINCT")
+            self._gold_nodistinct = self._settled_gold(self._gold_nodistinct, gold_sql,
+                                                       "the gold query without DISTINCT")
             gold = self._gold_nodistinct
         agent = self._last
         if agent_sql != self._last_sql:
@@ -240,7 +278,7 @@ class SqlEnv(IntercodeEnv):
             agent = scratch.execute(agent_sql)
         if not agent.ok or agent.rows is None:
             return False
-        gold_rows = gold.rows if gold.ok and gold.rows is not None else []
+        gold_rows = gold.rows if gold.rows is not None else []
         return result_eq(list(gold_rows), list(agent.rows), "order by" in gold_sql.lower())
 
     def evaluate(self) -> Evaluation:
@@ -322,10 +360,13 @@ class SqlEnv(IntercodeEnv):
 
 
 def _finished(result: QueryResult, what: str) -> QueryResult:
-    """``result``, unless the statement ran out of time: a gold that fails counts as no
-    rows (as in InterCode), but one cut by the clock says nothing about the task (a loaded
-    machine), and scoring against no rows would give an empty answer 1.0."""
+    """``result``, if the gold succeeded. A gold that fails (out of time on a loaded
+    machine, out of server space, a statement the server refuses) says nothing about the
+    task: scoring against no rows, as InterCode did, would give an empty answer 1.0."""
     if result.timed_out:
         raise RewardError(f"{what} did not finish within the statement time limit; "
                           "the episode cannot be scored")
+    if not result.ok:
+        error = " ".join((result.error or "no result").split())[:300]
+        raise RewardError(f"{what} failed ({error}); the episode cannot be scored")
     return result

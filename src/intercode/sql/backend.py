@@ -65,6 +65,18 @@ class SqlBackend(ABC):
 
     name = "sql"
     dialect = "SQL"
+    #: whether the gold's statements share resources the agent's can exhaust (a server's
+    #: temporary space, memory, connections): the gold then runs at the reset, before the
+    #: agent acts, not when the episode is scored
+    gold_at_reset = False
+    _gold_results: dict[tuple[str, str], QueryResult] | None = None
+
+    def gold_results(self) -> dict[tuple[str, str], QueryResult]:
+        """The gold statements that succeeded, by (database, statement): they ran on a
+        pristine copy, so each runs once per backend."""
+        if self._gold_results is None:
+            self._gold_results = {}
+        return self._gold_results
 
     @abstractmethod
     def session(self) -> SqlSession:

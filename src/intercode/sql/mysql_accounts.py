@@ -24,10 +24,15 @@ from typing import Any
 
 from intercode.errors import ConfigError
 
-#: What a session may do on its own copies (no GRANT OPTION, no EVENT).
+#: What a session may do on its own copies (no GRANT OPTION, no EVENT, and no CREATE
+#: TEMPORARY TABLES: a temporary table fills the server's tmpdir, which no setting bounds
+#: and every session shares, until its connection ends).
 PRIVILEGES = ("SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, "
-              "CREATE TEMPORARY TABLES, LOCK TABLES, CREATE VIEW, SHOW VIEW, CREATE ROUTINE, "
+              "LOCK TABLES, CREATE VIEW, SHOW VIEW, CREATE ROUTINE, "
               "ALTER ROUTINE, EXECUTE, TRIGGER, REFERENCES")
+#: Connections one session account may hold at once: its own, and a second that stops a
+#: statement of the first (a session never needs more, an agent opens none itself).
+MAX_CONNECTIONS = 3
 RUN_NAME = re.compile(r"^(ic_[0-9a-f]{8})_")
 DENIED = {1044, 1045, 1142, 1227, 1410}  # access denied / need privilege / not allowed to grant
 SETUP_HINT = ("run scripts/mariadb-start, or as root: GRANT CREATE USER ON *.* TO <account>; "
@@ -97,7 +102,8 @@ class Accounts:
     def _create_user(self, account: Account) -> None:
         self.query(f"INSERT INTO `{registry(self.run)}`.accounts VALUES (%s, %s)",
                    (account.name, account.host))
-        self.query(f"CREATE USER %s@%s {self._identified} %s ACCOUNT LOCK",
+        self.query(f"CREATE USER %s@%s {self._identified} %s "
+                   f"WITH MAX_USER_CONNECTIONS {MAX_CONNECTIONS} ACCOUNT LOCK",
                    (account.name, account.host, secrets.token_urlsafe(32)))
 
     def grant(self, account: Account, db: str) -> None:

@@ -19,6 +19,7 @@ names case-insensitively (``lower_case_table_names=1``).
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -27,8 +28,10 @@ from intercode.datasets.mysqldump import split_statements
 from intercode.errors import ConfigError, DatasetError, SandboxError
 from intercode.sql.backend import SqlBackend, SqlLimits
 from intercode.sql.mysql_accounts import Accounts, claim_run, drop_dead_runs
-from intercode.sql.mysql_session import MysqlSession, statement_kind
+from intercode.sql.mysql_session import MysqlSession, server_message, statement_kind
 from intercode.sql.store import SqlStore, spider_store
+
+log = logging.getLogger(__name__)
 
 
 def parse_url(url: str) -> dict[str, Any]:
@@ -55,6 +58,7 @@ class MysqlBackend(SqlBackend):
     """A server given by URL, with per-run databases."""
 
     name = "mysql"
+    gold_at_reset = True  # the gold's session shares the server with the agent's
 
     def __init__(self, url: str, limits: SqlLimits | None = None,
                  store: SqlStore | None = None) -> None:
@@ -105,7 +109,11 @@ class MysqlBackend(SqlBackend):
         if self._admin is None:
             self._admin = self.connect()
             try:
-                self._start()
+                try:
+                    self._start()
+                except self._pymysql.err.Error as exc:
+                    raise SandboxError(f"the SQL server failed to set up this run: "
+                                       f"{server_message(exc)}") from None
             except BaseException:
                 try:
                     self.close()  # what this run made so far (its close() ends the connection)
@@ -225,10 +233,19 @@ class MysqlBackend(SqlBackend):
             self._literal = re.compile(rf"(['\"])({alternatives})\1", re.I)
         return self._literal
 
-    def session(self) -> MysqlSession:
-        """A new session with its own connection."""
+    def session(self, trusted: bool = False) -> MysqlSession:
+        """A new session with its own connection (``trusted``: the gold's, whose tables
+        the agent's bounds do not cut)."""
         self.admin()
-        return MysqlSession(self, next(self._sessions))
+        try:
+            return MysqlSession(self, next(self._sessions), trusted)
+        except self._pymysql.err.Error as exc:
+            raise SandboxError(f"the SQL server failed to open a session: "
+                               f"{server_message(exc)}") from None
+
+    def gold_session(self) -> MysqlSession:
+        """A session for the gold (trusted dataset SQL)."""
+        return self.session(trusted=True)
 
     def close(self) -> None:
         """Drop every account and database of this run, and release its lock."""
@@ -242,6 +259,9 @@ class MysqlBackend(SqlBackend):
             pattern = self.run_id.replace("_", "\\_") + "\\_%"
             for (name,) in self.query("SHOW DATABASES LIKE %s", (pattern,)) if self.run_id else ():
                 self.query(f"DROP DATABASE IF EXISTS `{name}`")
+        except self._pymysql.err.Error as exc:  # the next run's start drops what is left
+            log.warning("the SQL server failed to drop the databases and accounts of run "
+                        "%s (the next run drops them): %s", self.run_id, server_message(exc))
         finally:
             self._admin.close()
             self._admin = None

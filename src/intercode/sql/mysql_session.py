@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from intercode.envs.snapshot import ExecState
@@ -34,6 +36,13 @@ LOST = {2013, 2006, 2014, 0}  # lost connection (client-side timeout), out of sy
 MAX_ERROR_CHARS = 1000
 BAD_DATABASE = 1049  # ER_BAD_DB_ERROR: Unknown database
 _EXECUTABLE_COMMENT = re.compile(r"/\*M?!", re.I)
+#: What an agent session's statements may hold on the server, set again after every
+#: statement that may change a setting (a server's ``maximum-<name>`` settings, see
+#: scripts/mariadb-intercode.cnf, also bound a ``SET STATEMENT`` within one statement).
+#: A MEMORY table (server memory, until the reset) and an internal temporary table that
+#: spills to the server's tmpdir (until the statement ends) are cut at these sizes.
+MEMORY_TABLE_BYTES = 16 << 20
+DISK_TEMP_TABLE_BYTES = 256 << 20
 
 
 def statement_kind(sql: str) -> str:
@@ -56,6 +65,12 @@ def statement_kind(sql: str) -> str:
     return "read" if word in READ else "dml"
 
 
+def server_message(exc: BaseException) -> str:
+    """A driver exception's server message, on one line."""
+    text = str(exc.args[-1]) if exc.args else str(exc)
+    return " ".join(text.split())[:MAX_ERROR_CHARS]
+
+
 def _keeps_session_state(sql: str) -> bool:
     """Whether ``sql`` may set a user variable or take a user lock. Read on the raw text:
     the server's comments are not the tokeniser's (``SELECT --@a:=5`` sets ``@a``)."""
@@ -65,10 +80,11 @@ def _keeps_session_state(sql: str) -> bool:
 class MysqlSession(SqlSession):
     """One connection, as an account of its own, on private copies of the databases it uses."""
 
-    def __init__(self, backend: MysqlBackend, sid: int) -> None:
+    def __init__(self, backend: MysqlBackend, sid: int, trusted: bool = False) -> None:
         assert backend.accounts is not None
         self.backend = backend
         self.sid = sid
+        self.trusted = trusted  # the gold's (dataset SQL): no bounds on its tables
         self.current_db = ""
         self.account: Account = backend.accounts.create()
         self._copies: set[str] = set()
@@ -88,11 +104,27 @@ class MysqlSession(SqlSession):
 
     def _configure(self) -> None:
         timeout = self.backend.limits.timeout
+        mariadb = "mariadb" in self.backend.server.lower()
+        settings = ([f"max_statement_time = {timeout:g}"] if mariadb
+                    else [f"max_execution_time = {int(timeout * 1000)}"])
+        if not self.trusted:
+            settings += [f"max_heap_table_size = {MEMORY_TABLE_BYTES}",
+                         f"tmp_table_size = {MEMORY_TABLE_BYTES}"]
+            if mariadb:
+                settings.append(f"tmp_disk_table_size = {DISK_TEMP_TABLE_BYTES}")
         with self.conn.cursor() as cur:
-            if "mariadb" in self.backend.server.lower():
-                cur.execute(f"SET SESSION max_statement_time = {timeout:g}")
-            else:
-                cur.execute(f"SET SESSION max_execution_time = {int(timeout * 1000)}")
+            cur.execute("SET SESSION " + ", ".join(settings))
+
+    @contextmanager
+    def _server_errors(self, what: str) -> Iterator[None]:
+        """A server error outside the agent's statement (making a copy, logging in, a
+        rollback) as a one-line :class:`SandboxError` (the agent's own statements'
+        errors are observations, see ``_run``)."""
+        try:
+            yield
+        except self.backend._pymysql.err.Error as exc:
+            raise SandboxError(f"the SQL server failed {what}: "
+                               f"{server_message(exc)}") from None
 
     def _physical(self, db: str, fresh: bool = False) -> str:
         """The session's copy of ``db``, made if missing (or, at a reset, if dirty)."""
@@ -111,6 +143,10 @@ class MysqlSession(SqlSession):
         name = self._canonical(db)
         if name is None:
             raise KeyError(db)
+        with self._server_errors(f"to reset the session to {name}"):
+            self._reset(name)
+
+    def _reset(self, name: str) -> None:
         if self._dirty:
             self._fresh_connection()
         else:
@@ -201,6 +237,10 @@ class MysqlSession(SqlSession):
     def save(self) -> snaps.MysqlState:
         """Copy the session's databases and record its settings; the session goes on, on a
         fresh connection (what a restore would give: see ``mysql_snapshot``)."""
+        with self._server_errors("to take a snapshot"):
+            return self._save()
+
+    def _save(self) -> snaps.MysqlState:
         if "mariadb" not in self.backend.server.lower():
             raise SnapshotUnsupported("snapshots of the MySQL backend need a MariaDB server "
                                       "(they read user variables from USER_VARIABLES)")
@@ -239,14 +279,17 @@ class MysqlSession(SqlSession):
 
     def load(self, state: ExecState) -> None:
         """The session's databases and settings back as in ``state``."""
-        self._install(self._own(state))
+        state = self._own(state)
+        with self._server_errors("to restore a snapshot"):
+            self._install(state)
 
     def transfer(self, state: ExecState, other: SqlSession) -> None:
         """``other`` (a session on the same server) in ``state``."""
         state = self._own(state)
         if not isinstance(other, MysqlSession) or other.backend.args != self.backend.args:
             raise SnapshotError("a MySQL snapshot forks only into a session of the same server")
-        other._install(state)
+        with self._server_errors("to fork a snapshot"):
+            other._install(state)
 
     def forget_snapshot(self, state: snaps.MysqlState) -> None:
         """``state`` was released."""
@@ -333,6 +376,10 @@ class MysqlSession(SqlSession):
 
     def execute(self, sql: str) -> QueryResult:
         """Run one statement on the server (names mapped both ways)."""
+        with self._server_errors("around a statement"):
+            return self._execute(sql)
+
+    def _execute(self, sql: str) -> QueryResult:
         if not self.current_db:
             return QueryResult(error="No database selected")
         try:
