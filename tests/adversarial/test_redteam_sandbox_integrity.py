@@ -93,3 +93,22 @@ def test_scheduling_lowered_for_other_processes_does_not_reach_the_next_episode(
 def test_a_process_still_lowers_its_own_scheduling(episode):
     episode.env.reset(options={"task": TASK})
     assert episode.run(LOWER_SELF).strip() == "own ok"
+
+
+# -- intercode.make: Gymnasium's own keywords ---------------------------------------------
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"max_episode_steps": 5}, r"make\(\) takes max_turns=5, not max_episode_steps"),
+    ({"max_turns": 3, "max_episode_steps": 5}, r"not max_episode_steps"),
+    ({"disable_env_checker": "no"}, r"disable_env_checker must be True or False"),
+], ids=["max_episode_steps", "both", "disable_env_checker"])
+def test_make_refuses_gymnasiums_keywords_misused_in_one_line(kwargs, match):
+    """``max_episode_steps``, which ``make`` passes to Gymnasium itself (from
+    ``max_turns``), was a raw ``TypeError`` ("got multiple values"); a non-bool
+    ``disable_env_checker`` was taken as true."""
+    import intercode
+    from intercode.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        intercode.make("bash", **kwargs)
