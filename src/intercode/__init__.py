@@ -114,9 +114,15 @@ def make(name: str, *, max_turns: int | None = None, **kwargs: Any) -> gym.Env[s
     import gymnasium as gym
 
     from intercode.benchmarks import get
-    from intercode.envs.arguments import count, keywords
+    from intercode.envs.arguments import count, flag, keywords
+    from intercode.errors import ConfigError
 
     benchmark = get(name)
     count("max_turns", max_turns)
+    if "max_episode_steps" in kwargs:  # make passes Gymnasium's own, from max_turns
+        raise ConfigError(f"make() takes max_turns={kwargs['max_episode_steps']!r}, not "
+                          "max_episode_steps (the turns an episode has at most)")
+    if kwargs.get("disable_env_checker") is not None:
+        flag("disable_env_checker", kwargs["disable_env_checker"])
     keywords(name, benchmark.env_class(), kwargs, also=gym.make)
     return gym.make(benchmark.gym_id, max_episode_steps=max_turns, **kwargs)

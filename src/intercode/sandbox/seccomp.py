@@ -23,6 +23,15 @@ accounts for, or that widen the kernel's attack surface for no task's benefit:
   interpreters' zygote's and the next episode's spare's included. A process still sets
   its own (``setrlimit``, ``ulimit``, ``prlimit`` running a command) and reads any
   other's (``prlimit --pid``).
+* a new scheduling for another process (``EPERM``): ``sched_setscheduler``,
+  ``sched_setparam``, ``sched_setattr`` and ``sched_setaffinity`` with a pid other than
+  0, ``setpriority`` and ``ioprio_set`` for anything but the caller (a pid other than 0,
+  a process group, a user). For the same reason: the kernel lets a process of one user
+  lower the scheduling of any other (``chrt -i -p 0 1`` put pid 1, and every process it
+  starts later, under ``SCHED_IDLE``; ``renice -n 19 -u USER`` all of them), and with
+  ``RLIMIT_NICE`` at 0 no process takes its own back. A process still changes its own
+  (``nice``, ``chrt``, ``taskset`` and ``ionice`` running a command; a thread, though,
+  names itself by its id, so ``pthread_setaffinity_np`` is refused too).
 
 With ``namespaces`` (the Docker backend, whose container starts with ``CAP_SYS_ADMIN``
 for its set-up, so that Docker's own profile allows these calls for its whole life), it
@@ -111,6 +120,24 @@ NAMESPACE_SYSCALLS: dict[int, dict[str, int]] = {
 # prlimit64(pid, resource, new_limit, old_limit): see _prlimit_block
 PRLIMIT64 = {AUDIT_ARCH_X86_64: 302, AUDIT_ARCH_I386: 340, AUDIT_ARCH_AARCH64: 261}
 
+# the calls that change another process's scheduling: name -> ((argument, value), ...),
+# the arguments that must hold these values for the call to be the caller's own (else
+# EPERM): sched_*(pid, ...): pid 0; setpriority(which, who, prio) and
+# ioprio_set(which, who, ioprio): PRIO_PROCESS (0) / IOPRIO_WHO_PROCESS (1), who 0
+OWN_ONLY: dict[str, tuple[tuple[int, int], ...]] = {
+    "sched_setparam": ((0, 0),), "sched_setscheduler": ((0, 0),),
+    "sched_setaffinity": ((0, 0),), "sched_setattr": ((0, 0),),
+    "setpriority": ((0, 0), (1, 0)), "ioprio_set": ((0, 1), (1, 0)),
+}
+OWN_ONLY_SYSCALLS: dict[int, dict[str, int]] = {
+    AUDIT_ARCH_X86_64: {"setpriority": 141, "sched_setparam": 142, "sched_setscheduler": 144,
+                        "sched_setaffinity": 203, "ioprio_set": 251, "sched_setattr": 314},
+    AUDIT_ARCH_I386: {"setpriority": 97, "sched_setparam": 154, "sched_setscheduler": 156,
+                      "sched_setaffinity": 241, "ioprio_set": 289, "sched_setattr": 351},
+    AUDIT_ARCH_AARCH64: {"ioprio_set": 30, "sched_setparam": 118, "sched_setscheduler": 119,
+                         "sched_setaffinity": 122, "setpriority": 140, "sched_setattr": 274},
+}
+
 SYSCALLS: dict[int, dict[str, int]] = {
     AUDIT_ARCH_X86_64: {
         "shmget": 29, "semget": 64, "msgget": 68, "add_key": 248, "request_key": 249, "keyctl": 250,
@@ -172,6 +199,18 @@ def _prlimit_block(nr: int) -> list[bytes]:
     ]
 
 
+def _own_only_block(nr: int, checks: tuple[tuple[int, int], ...]) -> list[bytes]:
+    """Call ``nr`` (in the accumulator): allowed when each argument of ``checks``
+    (``(index, value)``, its low 32 bits: pids and selectors are ``int``) holds its value,
+    else ``EPERM``. Any other call jumps past the block with the accumulator unchanged."""
+    n = len(checks)
+    block = [_insn(_JEQ_K, 0, 2 * n + 2, nr)]
+    for i, (index, value) in enumerate(checks):
+        block += [_insn(_LD_ABS_W, 0, 0, OFFSET_ARG0_LOW + 8 * index),
+                  _insn(_JEQ_K, 0, 2 * (n - i) - 1, value)]
+    return [*block, _insn(_RET_K, 0, 0, RET_ALLOW), _insn(_RET_K, 0, 0, RET_ERRNO | errno.EPERM)]
+
+
 def _arch_block(arch: int, namespaces: bool = False) -> list[bytes]:
     """Instructions for one architecture: load nr, deny the listed calls, allow the rest."""
     block = [_insn(_LD_ABS_W, 0, 0, OFFSET_NR)]
@@ -189,6 +228,8 @@ def _arch_block(arch: int, namespaces: bool = False) -> list[bytes]:
     for name, nr in sorted(denied.items(), key=lambda item: item[1]):
         block += [_insn(_JEQ_K, 0, 1, nr), _insn(_RET_K, 0, 0, RET_ERRNO | errnos[name])]
     block += _prlimit_block(PRLIMIT64[arch])
+    for name, nr in sorted(OWN_ONLY_SYSCALLS[arch].items(), key=lambda item: item[1]):
+        block += _own_only_block(nr, OWN_ONLY[name])
     if clone is not None:
         # clone with a namespace flag: EPERM; any other clone goes on to the allow below
         block += [_insn(_JEQ_K, 0, 3, clone), _insn(_LD_ABS_W, 0, 0, OFFSET_ARG0_LOW),
