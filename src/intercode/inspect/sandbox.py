@@ -182,7 +182,8 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
     async def read_file(self, file: str, text: bool = True) -> str | bytes:
         """The contents of ``file`` (text: UTF-8)."""
         path = self._path(file)
-        limit = SandboxEnvironmentLimits.MAX_READ_FILE_SIZE
+        # at most the sandbox's output budget: pid 1 holds the contents once
+        limit = min(SandboxEnvironmentLimits.MAX_READ_FILE_SIZE, self.box.limits.output_hard)
         reply, data = await self._call("read_file", {"path": path, "limit": limit})
         if reply.get("error") == "too_large":
             raise OutputLimitExceededError(

@@ -370,7 +370,7 @@ class Supervisor(snaps.Snapshots):
         finally:
             self._kill(keep=())
         return {"exit_code": code, "timed_out": timed_out, "stdout": len(outs[0]),
-                "totals": list(totals), "stopped": stopped}, outs[0] + outs[1]
+                "totals": list(totals), "stopped": stopped}, proto.Parts(outs)
 
     def op_read_file(self, msg, blob):
         """The contents of the regular file ``path``, up to ``limit`` bytes (else none)."""

@@ -20,7 +20,7 @@ import errno
 import os
 import stat
 
-from . import fsops, shell
+from . import fsops, proto, shell
 
 MAX_LINKS = 40  # as the kernel's path walk
 WALK_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -154,8 +154,9 @@ def _opened(fd, st, path):
 
 
 def read_file(path, limit):
-    """``(size, contents)`` of the regular file ``path``; contents ``None`` when its size
-    is over ``limit`` (nothing is read then)."""
+    """``(size, contents)`` of the regular file ``path``, the contents in pieces never
+    joined (one copy in this process's memory); ``None`` when its size is over ``limit``
+    (nothing is read then)."""
     where, name, st = locate(path)
     try:
         _kind(st, path)
@@ -166,7 +167,9 @@ def read_file(path, limit):
         _opened(fd, st, path)
         if st.st_size > limit:
             return st.st_size, None
-        return st.st_size, fsops.read_fd(fd, st.st_size)
+        pieces = proto.Parts()
+        fsops.read_fd(fd, st.st_size, pieces.append)
+        return st.st_size, pieces
     finally:
         os.close(fd)
 
