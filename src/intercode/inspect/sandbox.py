@@ -6,14 +6,20 @@ run in it. The backend is bubblewrap unless the configuration names another:
 ``sandbox=("intercode", IntercodeSandboxConfig(backend="docker"))`` in Python, or
 ``--sandbox intercode:docker`` on Inspect's command line (a configuration that names a
 backend and no existing file).
-intercode's sandbox runs a command to completion with stdout and stderr interleaved and
-returns text; this provider keeps them apart by sending stderr through a file inside the
-sandbox, and moves file contents as base64 (binary-safe).
+Every call is answered by the sandbox's pid 1 (``inbox/provider.py``), which the agent
+cannot reach: a command runs once none of the agent's processes does, with the links
+``/bin``, ``/lib``, ``/lib64``, ``/sbin`` of the writable root put back as they were (the
+agent could otherwise choose the program, the dynamic loader and the libraries a
+command runs with), a program named without a slash is found only where the agent
+cannot write, and stdout and stderr come back apart. Files are read and written by pid
+1 itself with no-follow opens, links resolved by it, never into ``/proc``, only regular
+files, with the agent's permissions. What the program then reads of the agent's tree
+(its directory, ``$HOME``'s dotfiles, Python's user site) is the caller's to avoid
+(``python3 -I``, ``bash --noprofile --norc``).
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import posixpath
 import shlex
@@ -32,24 +38,14 @@ from pydantic import BaseModel, ConfigDict
 
 from intercode.errors import ConfigError
 from intercode.inspect.running import blocking
-from intercode.sandbox import BACKENDS, Limits, Sandbox, create_sandbox, require_backend
+from intercode.sandbox import BACKENDS, Limits, create_sandbox, require_backend
+from intercode.sandbox.bwrap import BwrapSandbox
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 
 MiB = 1 << 20
 FOREVER = 24 * 3600.0  # Inspect's "no timeout"
-SEP = "\x1e"  # between the output and the base64 of stderr (never in base64)
-
-# exit codes of the file scripts
-NOT_FOUND, DENIED, IS_DIR = 2, 13, 21
-
-RUN = ('e=$(mktemp /tmp/.inspect-stderr.XXXXXX) || exit 125; "$@" 2>"$e"; rc=$?; '
-       f'printf "{SEP}"; base64 -w0 "$e"; rm -f "$e"; exit $rc')
-READ = (f'[ -d "$1" ] && exit {IS_DIR}; [ -e "$1" ] || exit {NOT_FOUND}; '
-        f'[ -r "$1" ] || exit {DENIED}; stat -c %s -- "$1"; base64 -w0 -- "$1"')
-WRITE = (f'[ -d "$1" ] && exit {IS_DIR}; d=$(dirname -- "$1"); mkdir -p -- "$d" 2>/dev/null; '
-         f'if [ -e "$1" ]; then [ -w "$1" ] || exit {DENIED}; '
-         f'else [ -w "$d" ] || exit {DENIED}; fi; base64 -d > "$1"')
+ANSWER_GRACE = 60.0  # s: how much longer than a command's time limit its answer may take
 
 
 def sandbox_limits() -> Limits:
@@ -97,7 +93,7 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
         """The configuration model back from its dict (Inspect's logs store it so)."""
         return IntercodeSandboxConfig(**config)
 
-    def __init__(self, box: Sandbox, home: str) -> None:
+    def __init__(self, box: BwrapSandbox, home: str) -> None:
         super().__init__()
         self.box = box
         self.home = home
@@ -108,6 +104,8 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
         """A started sandbox with an empty task tree."""
         layout = Layout()
         box = create_sandbox(backend_of(config), sandbox_limits(), layout)
+        if not isinstance(box, BwrapSandbox):  # every backend is one today
+            raise ConfigError(f"sandbox 'intercode' cannot run on {type(box).__name__}")
         await blocking(box.start)
         try:
             await blocking(box.load, FileTree.of([]))
@@ -128,45 +126,43 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
     def _path(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.home, path))
 
-    async def _run(self, argv: list[str], stdin: bytes = b"", cwd: str | None = None,
-                   timeout: float | None = None) -> tuple[int | None, str, bool]:
-        result = await blocking(self.box.exec, argv, timeout or FOREVER,
-                                self._path(cwd or "."), stdin)
-        return result.exit_code, result.output, result.timed_out
+    async def _call(self, op: str, fields: dict[str, Any], blob: bytes = b"",
+                    wait: float = 120.0) -> tuple[dict[str, Any], bytes]:
+        return await blocking(self.box.provider_call, op, fields, blob, wait)
 
     async def exec(self, cmd: list[str], input: str | bytes | None = None,
                    cwd: str | None = None, env: dict[str, str] | None = None,
                    user: str | None = None, timeout: int | None = None,
                    timeout_retry: bool = True, concurrency: bool = True) -> ExecResult[str]:
-        """Run ``cmd`` in the sandbox (as its one user; ``env`` through /usr/bin/env)."""
+        """Run ``cmd`` in the sandbox (as its one user), stdout and stderr apart."""
         if user is not None and user != Layout().user:
             raise SandboxUserUnsupportedError(f"the intercode sandbox has one user, "
                                               f"{Layout().user!r}, not {user!r}")
-        argv = list(cmd)
-        if env:
-            argv = ["/usr/bin/env", *(f"{k}={v}" for k, v in env.items()), *argv]
+        if not cmd:
+            raise ValueError("exec needs a command")
         data = input.encode() if isinstance(input, str) else (input or b"")
-        code, output, timed_out = await self._run(["/bin/sh", "-c", RUN, "sh", *argv],
-                                                  data, cwd, timeout)
-        if timed_out:
+        limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
+        wait = float(timeout) if timeout else FOREVER
+        where = self._path(cwd or ".")
+        fields = {"argv": [str(a) for a in cmd], "cwd": where, "timeout": wait,
+                  "env": {str(k): str(v) for k, v in (env or {}).items()},
+                  "keep": limit, "hard": self.box.limits.output_hard}
+        reply, blob = await self._call("exec_apart", fields, data, wait + ANSWER_GRACE)
+        if reply.get("error"):
+            return _not_started(cmd[0], where, reply)
+        if reply.get("timed_out"):
             raise TimeoutError(f"the command timed out after {timeout} seconds: "
                                f"{shlex.join(cmd)[:200]}")
-        stdout, _, err = output.rpartition(SEP)
-        if not _:
-            stdout, err = output, ""
-        try:
-            stderr = base64.b64decode(err).decode("utf-8", errors="replace")
-        except ValueError:
-            stderr = ""
-        limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
-        for text in (stdout, stderr):
-            if len(text.encode()) > limit:
+        split = int(reply["stdout"])
+        stdout = blob[:split].decode("utf-8", errors="replace")
+        stderr = blob[split:].decode("utf-8", errors="replace")
+        for text, total in zip((stdout, stderr), reply["totals"], strict=True):
+            if int(total) > limit:
                 raise OutputLimitExceededError(
                     limit_str=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR,
-                    truncated_output=text[-limit:])
-        if code == 126:
-            raise PermissionError(f"permission denied executing {cmd[0]!r}")
-        returncode = -1 if code is None else code
+                    truncated_output=text)
+        code = reply.get("exit_code")
+        returncode = -1 if code is None else int(code)
         return ExecResult(success=returncode == 0, returncode=returncode, stdout=stdout,
                           stderr=stderr)
 
@@ -174,9 +170,8 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
         """Write ``contents`` to ``file`` (parents created)."""
         data = contents.encode() if isinstance(contents, str) else contents
         path = self._path(file)
-        code, output, _ = await self._run(["/bin/sh", "-c", WRITE, "sh", path],
-                                          base64.b64encode(data))
-        _raise_for(code, path, output)
+        reply, _ = await self._call("write_file", {"path": path}, data)
+        _raise_for(reply, path)
 
     @overload
     async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
@@ -187,25 +182,42 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
     async def read_file(self, file: str, text: bool = True) -> str | bytes:
         """The contents of ``file`` (text: UTF-8)."""
         path = self._path(file)
-        code, output, _ = await self._run(["/bin/sh", "-c", READ, "sh", path])
-        _raise_for(code, path, output)
-        size, _, encoded = output.partition("\n")
-        limit = SandboxEnvironmentLimits.MAX_READ_FILE_SIZE
-        if int(size) > limit:
+        # at most the sandbox's output budget: pid 1 holds the contents once
+        limit = min(SandboxEnvironmentLimits.MAX_READ_FILE_SIZE, self.box.limits.output_hard)
+        reply, data = await self._call("read_file", {"path": path, "limit": limit})
+        if reply.get("error") == "too_large":
             raise OutputLimitExceededError(
                 limit_str=SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR,
                 truncated_output=None)
-        data = base64.b64decode(encoded)
+        _raise_for(reply, path)
         return data.decode("utf-8") if text else data
 
 
-def _raise_for(code: int | None, path: str, output: Any) -> None:
-    if code == 0:
+def _not_started(program: str, cwd: str, reply: dict[str, Any]) -> ExecResult[str]:
+    """What a command that could not start gives: PermissionError for a program that
+    may not be run, else a failed result saying why (127: no such program)."""
+    error, message = str(reply["error"]), str(reply.get("message", ""))
+    if reply.get("where") == "cwd":
+        return ExecResult(success=False, returncode=126, stdout="",
+                          stderr=f"cannot enter {cwd}: {message}\n")
+    if error in ("EACCES", "EPERM"):
+        raise PermissionError(f"permission denied executing {program!r}")
+    if error == "ENOENT":
+        return ExecResult(success=False, returncode=127, stdout="",
+                          stderr=f"{program}: not found\n")
+    return ExecResult(success=False, returncode=126, stdout="",
+                      stderr=f"{program}: {message}\n")
+
+
+def _raise_for(reply: dict[str, Any], path: str) -> None:
+    """Inspect's exception for a file call that failed (none if it did not)."""
+    error = reply.get("error")
+    if not error:
         return
-    if code == NOT_FOUND:
+    if error == "not_found":
         raise FileNotFoundError(f"no such file or directory: {path}")
-    if code == DENIED:
+    if error == "denied":
         raise PermissionError(f"permission denied: {path}")
-    if code == IS_DIR:
+    if error == "is_dir":
         raise IsADirectoryError(f"is a directory: {path}")
-    raise RuntimeError(f"{path}: the sandbox answered {code}: {str(output)[:200]}")
+    raise RuntimeError(f"{path}: {str(reply.get('message', error))[:200]}")

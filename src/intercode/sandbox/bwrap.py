@@ -97,6 +97,7 @@ BOOT = (
 # over with its readiness, before any of the agent's code runs in it.
 _COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
 # the modules only the shells the supervisor forks (inbox/shell.py FORKED) import
+PROVIDER_OPS = ("exec_apart", "read_file", "write_file")  # see provider_call
 FORKED_ONLY = ("pyvalue", "pyscore", "pyhold", "pyrepl", "zygote", "sqlconn", "sqlsnap", "sqlrepl")
 
 
@@ -526,6 +527,14 @@ class BwrapSandbox(base.Sandbox):
         return ExecResult(output=out.text(), exit_code=reply.get("exit_code"),
                           timed_out=bool(reply.get("timed_out")), output_bytes=out.total,
                           output_truncated=out.truncated, notes=notes, cwd=cwd)
+
+    def provider_call(self, op: str, fields: dict[str, Any], blob: bytes = b"",
+                      timeout: float = 120.0) -> tuple[dict[str, Any], bytes]:
+        """A call of Inspect's sandbox provider, answered by pid 1 (``exec_apart``,
+        ``read_file``, ``write_file``: see ``inbox/provider.py``)."""
+        if op not in PROVIDER_OPS:
+            raise ValueError(f"not a call of the sandbox provider: {op!r}")
+        return self._request({**fields, "op": op}, blob, timeout)
 
     def diff(self, ignore: Sequence[str] = ()) -> list[Change]:
         """Changes against the pristine tree, as upstream's ``git status --short``."""

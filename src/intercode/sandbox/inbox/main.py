@@ -9,6 +9,7 @@ not dumpable). Requests and replies are frames (see ``proto``); replies carry
 """
 
 import ctypes
+import errno
 import fcntl
 import os
 import resource
@@ -17,7 +18,7 @@ import signal
 import sys
 import time
 
-from . import freezer, privs, proto, rlimits, runcmd, shell, snaps, tree
+from . import freezer, privs, proto, provider, rlimits, runcmd, shell, snaps, tree
 
 PR_SET_DUMPABLE = 4
 LOW_FD = 64  # where the host's descriptors are moved: just above the shell's fixed ones
@@ -53,6 +54,7 @@ class Supervisor(snaps.Snapshots):
         self.files_seen = 0
         self.files_fds = []
         self.limits = rlimits.current()  # set again once set up (see setup)
+        self.system_links = {}
         self.freezer = freezer.Freezer(self.shell, self.ctl_out)
         self.init_snapshots()
         self.freezer.held = self.held
@@ -101,6 +103,8 @@ class Supervisor(snaps.Snapshots):
         # held open: an agent that locks "/" (chmod 000) must not hide a mount from the count
         for mount in ["/", *("/" + m for m in self.cfg.get("scratch", []))]:
             self.files_fds.append(os.open(mount, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        # before any of the agent's code: what /bin, /lib, ... are (see provider.pin)
+        self.system_links = provider.system_links()
         base, _skipped = self.tree.capture()
         self.tree.set_base(base)
         self.tree.load([])
@@ -344,6 +348,56 @@ class Supervisor(snaps.Snapshots):
             self.freezer.freeze()
         return {"exit_code": code, "timed_out": timed_out, "total": total,
                 "stopped": stopped}, output
+
+    # -- Inspect's sandbox provider (see provider) ----------------------------------------
+
+    def _quiet(self):
+        """Before a call of the provider: no process of the agent's runs (nor the shell,
+        whose actions the provider never uses), and "/"'s system links are its own."""
+        self._kill(keep=())
+        provider.pin(self.system_links)
+
+    def op_exec_apart(self, msg, blob):
+        """Run ``argv`` (a name found only where the agent cannot write) with stdout and
+        stderr apart; ``error`` (an errno name) and ``where`` if it could not start."""
+        self._quiet()
+        argv, cwd = msg["argv"], msg.get("cwd", "/")
+        env = dict(self.cfg["env"])
+        env.update(msg.get("env") or {})
+        exe = argv[0] if "/" in argv[0] else provider.find_program(argv[0], env.get("PATH", ""))
+        if exe is None:
+            return {"error": "ENOENT", "where": "program", "message": "command not found"}, b""
+        try:
+            code, timed_out, outs, totals, stopped = runcmd.run_apart(
+                argv, exe, blob, cwd, env, msg.get("timeout"), msg["keep"], msg["hard"])
+        except OSError as exc:
+            return {"error": errno.errorcode.get(exc.errno or 0, "EIO"),
+                    "where": "cwd" if exc.filename == cwd else "program",
+                    "message": exc.strerror or str(exc)}, b""
+        finally:
+            self._kill(keep=())
+        return {"exit_code": code, "timed_out": timed_out, "stdout": len(outs[0]),
+                "totals": list(totals), "stopped": stopped}, proto.Parts(outs)
+
+    def op_read_file(self, msg, blob):
+        """The contents of the regular file ``path``, up to ``limit`` bytes (else none)."""
+        self._quiet()
+        try:
+            size, data = provider.read_file(msg["path"], msg["limit"])
+        except OSError as exc:
+            return provider.problem(exc), b""
+        if data is None:
+            return {"error": "too_large", "size": size}, b""
+        return {"size": size}, data
+
+    def op_write_file(self, msg, blob):
+        """Make the regular file ``path`` hold the blob (its directories made)."""
+        self._quiet()
+        try:
+            provider.write_file(msg["path"], blob)
+        except OSError as exc:
+            return provider.problem(exc), b""
+        return {}, b""
 
     def _begin_shell(self, prelude=None):
         """Once the agent's processes are gone, before the tree is restored: start a Bash
