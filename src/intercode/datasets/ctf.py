@@ -129,25 +129,39 @@ def asset_path(asset: CtfAsset) -> Path:
     return fetch_file(asset.file)
 
 
+MAX_FILES = 10_000  # files and folders of a user task's folder
+MAX_ASSET = 64 << 20  # bytes of one of its files
+MAX_TOTAL = 256 << 20  # bytes of all of them
+
+
 def folder_entries(folder: str, root: str) -> list[tuple[str, str, int, bytes | None]]:
     """``(path under root, kind, mode, data)`` of everything in a user task's folder.
 
     Only directories and regular files are taken; a symbolic link or any other kind of
-    file is a :class:`DatasetError` (so that nothing outside the folder is copied in).
-    Modes keep the owner's execute bit (0755 or 0644; directories 0755).
+    file is a :class:`DatasetError` (so that nothing outside the folder is copied in);
+    so is a folder of more than :data:`MAX_FILES` entries, a file larger than
+    :data:`MAX_ASSET` or more than :data:`MAX_TOTAL` bytes in all. Files are opened
+    without following links and without blocking. Modes keep the owner's execute bit
+    (0755 or 0644; directories 0755).
     """
     import os
 
+    from intercode import safeio
+
     base = Path(folder)
     out: list[tuple[str, str, int, bytes | None]] = []
+    total = 0
 
     def walk(directory: Path, rel: str) -> None:
+        nonlocal total
         try:
             children = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             raise DatasetError(f"cannot read {directory}: {exc.strerror or exc}") from None
         for child in children:
             sub = f"{rel}/{child.name}" if rel else child.name
+            if len(out) >= MAX_FILES:
+                raise DatasetError(f"{base} has more than {MAX_FILES} files and folders")
             if child.is_symlink():
                 raise DatasetError(f"{base / sub} is a symbolic link (only files and folders "
                                    "are copied)")
@@ -156,11 +170,21 @@ def folder_entries(folder: str, root: str) -> list[tuple[str, str, int, bytes | 
                 walk(Path(child.path), sub)
             elif child.is_file(follow_symlinks=False):
                 try:
-                    data = Path(child.path).read_bytes()
-                    executable = bool(child.stat(follow_symlinks=False).st_mode & 0o100)
+                    with safeio.open_regular(child.path, MAX_ASSET, follow=False) as fh:
+                        executable = bool(os.fstat(fh.fileno()).st_mode & 0o100)
+                        data = fh.read(MAX_ASSET + 1)
+                except safeio.Refused as exc:
+                    raise DatasetError(f"{base / sub} {exc}") from None
                 except OSError as exc:
                     raise DatasetError(f"cannot read {child.path}: {exc.strerror or exc}") \
                         from None
+                total += len(data)
+                if len(data) > MAX_ASSET:
+                    raise DatasetError(f"{base / sub} is larger than "
+                                       f"{safeio.size_text(MAX_ASSET)}")
+                if total > MAX_TOTAL:
+                    raise DatasetError(f"the files of {base} are larger than "
+                                       f"{safeio.size_text(MAX_TOTAL)} in all")
                 out.append((f"{root}/{sub}", "f", 0o755 if executable else 0o644, data))
             else:
                 raise DatasetError(f"{base / sub} is neither a file nor a folder")

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 
+from intercode import safeio
 from intercode.datasets.fetch import cache_dir, data_file
 from intercode.errors import DatasetError
 from intercode.fsutil import write_atomic
@@ -86,9 +86,10 @@ def script_fs(path: str, sha256: str) -> BuiltFs:
     limit) is a :class:`DatasetError` with the end of its output.
     """
     try:
-        script = Path(path).read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"cannot read the setup script {path}: {exc}") from exc
+        script = safeio.read_bytes(path, 1 << 20)
+    except (OSError, safeio.Refused) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise DatasetError(f"cannot read the setup script {path}: {why}") from None
     if hashlib.sha256(script).hexdigest() != sha256:
         raise DatasetError(f"the setup script {path} changed since its dataset was loaded; "
                            "load the dataset again")

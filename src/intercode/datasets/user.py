@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from intercode import safeio
 from intercode.datasets.ctf import CtfTask, folder_entries
 from intercode.datasets.mbpp import PythonTask
 from intercode.datasets.spider import SqlTask
@@ -33,6 +34,13 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "ctf": ("id", "query", "flag", "files", "gold"),
 }
 MAX_ID = 2**31 - 1
+# bounds of what a dataset may make us read (docs/datasets.md, "Paths and sizes")
+MAX_FILE = 64 << 20  # the dataset file
+MAX_ROWS = 100_000  # tasks in one file
+MAX_LINE = 1 << 20  # characters of one line
+MAX_DEPTH = 32  # nesting of a line's JSON
+MAX_SCRIPT = 1 << 20  # a bash setup script
+MAX_DATABASE = 256 << 20  # a SQL database file or dump
 
 
 class _Bad(Exception):
@@ -57,10 +65,12 @@ def load_user_dataset(path: str | os.PathLike[str], env: str) -> Dataset:
     shown = os.fspath(path)
     file = Path(shown)
     try:
-        raw = file.read_bytes()
+        raw = safeio.read_bytes(file, MAX_FILE)
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot read the dataset file: {exc.strerror or exc}") \
             from None
+    except safeio.Refused as exc:
+        raise ConfigError(f"{shown}: the dataset file {exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -72,10 +82,16 @@ def load_user_dataset(path: str | os.PathLike[str], env: str) -> Dataset:
     tasks: list[Task] = []
     ids: dict[int, int] = {}
     state: dict[str, Any] = {}
+    rows = 0
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
+            rows += 1
+            if rows > MAX_ROWS:
+                raise _Bad(None, f"more than {MAX_ROWS} tasks in one file")
+            if len(line) > MAX_LINE:
+                raise _Bad(None, f"the line is longer than {MAX_LINE} characters")
             item = _json(line)
             _check_fields(item, env)
             index = len(tasks)
@@ -107,11 +123,11 @@ def _one_line(message: str) -> str:
 
 def _json(line: str) -> dict[str, Any]:
     try:
-        item = json.loads(line)
+        item = safeio.loads(line, MAX_DEPTH)
     except json.JSONDecodeError as exc:
         raise _Bad(None, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
-    except (ValueError, RecursionError) as exc:
-        raise _Bad(None, f"not valid JSON: {exc}") from None
+    except ValueError as exc:
+        raise _Bad(None, f"not valid JSON: {_one_line(str(exc))}") from None
     if not isinstance(item, dict):
         raise _Bad(None, f"a task must be a JSON object, not {_kind(item)}")
     return item
@@ -156,33 +172,44 @@ def _text(item: dict[str, Any], field: str, required: bool = True) -> str:
     return value
 
 
-def _file(item: dict[str, Any], field: str, folder: Path, kind: str = "file") -> Path | None:
-    """A path field: relative to the dataset's folder, naming an existing file/folder."""
+def _file(item: dict[str, Any], field: str, folder: Path, kind: str = "file",
+          max_size: int = MAX_SCRIPT) -> Path | None:
+    """A path field: relative to the dataset's folder (``folder``, resolved), naming an
+    existing regular file of at most ``max_size`` bytes, or a folder, that is inside
+    ``folder`` once every symbolic link is followed. Returns the resolved path."""
     if field not in item:
         return None
     rel = _text(item, field)
     if os.path.isabs(rel):
         raise _Bad(field, f"must be a path relative to the dataset file, got {rel!r}")
-    path = folder / rel
+    path = Path(os.path.realpath(folder / rel))
+    if os.path.commonpath([path, folder]) != str(folder):
+        raise _Bad(field, f"{rel!r} leads out of the dataset file's folder (paths and their "
+                   "symbolic links must stay inside it)")
+    if not os.path.lexists(path):
+        raise _Bad(field, f"no {kind} {rel!r} next to the dataset file")
     try:
         if kind == "folder":
             if not path.is_dir():
-                raise _Bad(field, f"{rel!r} is not a folder" if path.exists()
-                           else f"no folder {rel!r} next to the dataset file")
-        else:
-            if not path.is_file():
-                raise _Bad(field, f"{rel!r} is not a file" if path.exists()
-                           else f"no file {rel!r} next to the dataset file")
-            if path.stat().st_size == 0:
+                raise _Bad(field, f"{rel!r} is not a folder")
+            return path
+        if path.is_dir():
+            raise _Bad(field, f"{rel!r} is not a file")
+        with safeio.open_regular(path, max_size) as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
                 raise _Bad(field, f"{rel!r} is empty")
+    except safeio.Refused as exc:
+        raise _Bad(field, f"{rel!r} {exc}") from None
     except OSError as exc:
         raise _Bad(field, f"cannot read {rel!r}: {exc.strerror or exc}") from None
     return path
 
 
-def _read(path: Path, field: str) -> bytes:
+def _read(path: Path, field: str, max_size: int) -> bytes:
     try:
-        return path.read_bytes()
+        return safeio.read_bytes(path, max_size)
+    except safeio.Refused as exc:
+        raise _Bad(field, f"{path.name} {exc}") from None
     except OSError as exc:
         raise _Bad(field, f"cannot read {path.name}: {exc.strerror or exc}") from None
 
@@ -207,7 +234,7 @@ def _bash(item: dict[str, Any], common: Common, folder: Path, _state: State) -> 
     setup = _file(item, "setup", folder)
     if setup is None:
         return BashTask(**common, gold=gold)
-    digest = hashlib.sha256(_read(setup, "setup")).hexdigest()
+    digest = hashlib.sha256(_read(setup, "setup", MAX_SCRIPT)).hexdigest()
     return BashTask(**common, gold=gold, fs=item["setup"], setup_path=str(setup),
                     setup_sha256=digest)
 
@@ -217,7 +244,7 @@ def _sql(item: dict[str, Any], common: Common, folder: Path, state: State) -> Ta
 
     gold = _text(item, "gold")
     hardness = _text(item, "hardness", required=False)
-    path = _file(item, "database", folder)
+    path = _file(item, "database", folder, max_size=MAX_DATABASE)
     if path is None:
         raise _Bad("database", "missing (required)")
     try:

@@ -9,12 +9,14 @@ left where they are and said in :attr:`Run.notes`.
 
 from __future__ import annotations
 
-import json
+import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from intercode import safeio
 from intercode.errors import ConfigError
 from intercode.runner.logs import ResultsLog, latest_by_task
 from intercode.runner.messages import FILE_NAME as MESSAGES_FILE
@@ -88,31 +90,44 @@ def load_run(path: str | Path, label: str | None = None) -> Run:
     return _from_upstream(path, label)
 
 
+def _inside(folder: Path, path: Path) -> None:
+    """Refuse a file of the run folder that is a symbolic link leading out of it (a
+    shared run folder must not make ``report`` embed a file of the host)."""
+    if path.is_symlink():
+        real, top = os.path.realpath(path), os.path.realpath(folder)
+        if os.path.commonpath([real, top]) != top:
+            raise safeio.Refused("is a symbolic link that leads out of the run folder")
+
+
 def _from_folder(folder: Path, label: str | None, results: Path | None = None) -> Run:
+    named = results is not None  # a results file named on the command line
     results = results or folder / "results.jsonl"
     config_path = folder / "config.json"
-    if not results.exists() and not config_path.exists():
+    if not _exists(results) and not _exists(config_path):
         raise ConfigError(f"{folder} is not a run (it has neither results.jsonl nor "
                           "config.json)")
     notes: list[str] = []
     config: dict[str, Any] = {}
-    if config_path.exists():
+    if _exists(config_path):
         try:
-            loaded = json.loads(config_path.read_text(encoding="utf-8"))
+            _inside(folder, config_path)
+            loaded = safeio.loads(safeio.read_bytes(config_path))
             if isinstance(loaded, dict):
                 config = loaded
             else:
                 notes.append("config.json is not an object: the run's settings are unknown")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, safeio.Refused) as exc:
             notes.append(f"config.json is unreadable ({_reason(exc)}): the run's settings "
                          "are unknown")
     else:
         notes.append("config.json is missing: the run's settings are unknown")
     log = ResultsLog(results)
     try:
+        if not named:
+            _inside(folder, results)
         lines = log.read()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {results}: {_reason(exc)}") from exc
+    except (OSError, safeio.Refused) as exc:
+        raise ConfigError(f"cannot read {results}: {_reason(exc)}") from None
     if log.skipped:
         notes.append(f"{len(log.skipped)} line(s) of {results.name} are not records and "
                      f"were left out (lines {log.skipped[:5]})")
@@ -133,7 +148,13 @@ def _from_folder(folder: Path, label: str | None, results: Path | None = None) -
                      "failures)")
     if not records:
         notes.append("the run has no episode records")
-    messages = read_messages(folder / MESSAGES_FILE)
+    try:
+        _inside(folder, folder / MESSAGES_FILE)
+        messages = read_messages(folder / MESSAGES_FILE)
+    except (OSError, safeio.Refused) as exc:
+        messages = {}
+        notes.append(f"{MESSAGES_FILE} is unreadable ({_reason(exc)}): what the model saw "
+                     "is not shown")
     for rec in records.values():  # records written outside the runner keep their own
         own = rec.get("messages")
         if isinstance(own, dict):
@@ -145,15 +166,20 @@ def _from_folder(folder: Path, label: str | None, results: Path | None = None) -
                records=records, requested=requested, messages=messages, notes=notes)
 
 
+def _exists(path: Path) -> bool:
+    """Whether there is anything at ``path`` (a dangling symbolic link too)."""
+    return os.path.lexists(path)
+
+
 def _torn(path: Path) -> bool:
     try:
-        with path.open("rb") as fh:
+        with safeio.open_regular(path) as fh:
             size = fh.seek(0, 2)
             if size == 0:
                 return False
             fh.seek(size - 1)
             return fh.read(1) != b"\n"
-    except OSError:
+    except (OSError, safeio.Refused):
         return False
 
 
@@ -163,9 +189,11 @@ def _reason(exc: BaseException) -> str:
 
 def _from_upstream(path: Path, label: str | None) -> Run:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {_reason(exc)}") from exc
+        data = safeio.read_bytes(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError, safeio.Refused) as exc:
+        raise ConfigError(f"cannot read {path}: {_reason(exc)}") from None
+    try:
+        raw = safeio.loads(data)
     except ValueError as exc:
         raise ConfigError(f"{path} is neither a run folder nor a results file (not valid "
                           f"JSON: {_reason(exc)})") from exc
@@ -179,7 +207,7 @@ def _from_upstream(path: Path, label: str | None) -> Run:
     for key, ep in raw.items():
         try:
             rec = _upstream_record(key, ep, path)
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
             bad.append(key)
             continue
         records[rec["task"]] = rec
@@ -203,6 +231,16 @@ def _from_upstream(path: Path, label: str | None) -> Run:
 FS = re.compile(r"fs_(\d+)")
 
 
+def _unit(value: Any) -> float:
+    """A reward: a finite number from -1 to 1 (``ValueError`` for anything else)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("not a reward")
+    reward = float(value)
+    if not (math.isfinite(reward) and -1 <= reward <= 1):
+        raise ValueError("not a reward")
+    return reward
+
+
 def _upstream_record(key: str, ep: dict[str, Any], path: Path) -> dict[str, Any]:
     hist = ep["turn_history"]
     actions = [str(a) for a in hist["actions"]]
@@ -214,12 +252,12 @@ def _upstream_record(key: str, ep: dict[str, Any], path: Path) -> dict[str, Any]
     stem = Path(str(ep.get("dataset") or path.stem)).stem
     dataset = UPSTREAM_DATASETS.get(stem, stem)
     best = summary.get("max_reward")
-    reward = float(best) if best is not None else max((float(r) for r in rewards), default=0.0)
+    reward = _unit(best) if best is not None else max((_unit(r) for r in rewards), default=0.0)
     turns = []
     for i, action in enumerate(actions):
         turns.append({"action": action,
                       "observation": str(observations[i]) if i < len(observations) else "",
-                      "reward": float(rewards[i]) if i < len(rewards) else None,
+                      "reward": _unit(rewards[i]) if i < len(rewards) else None,
                       "valid": bool(valid[i]) if i < len(valid) else True,
                       "submit": False, "exit_code": None, "timed_out": False, "llm": None,
                       "env_s": None})

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from intercode import safeio
 from intercode.errors import ConfigError
+from intercode.runner.records import malformed
 
 
 class ResultsLog:
@@ -22,12 +25,33 @@ class ResultsLog:
         self._fh: Any = None
         self.skipped: list[int] = []  # line numbers :meth:`read` could not use
 
+    def check(self) -> None:
+        """Refuse (:class:`ConfigError`) a path that is there but is not a regular file:
+        a FIFO would block the run's first write, a device never end a read."""
+        try:
+            mode = self.path.stat().st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise ConfigError(f"cannot use {self.path}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"{self.path} is {safeio.describe(mode)}, not a regular file")
+
     def repair(self) -> int:
         """Cut a torn last line back to the last newline, wherever it is; return the
-        number of bytes removed (a file without any newline is one torn line)."""
+        number of bytes removed (a file without any newline is one torn line). A path
+        that is not a regular file (a FIFO, a device) is a :class:`ConfigError`."""
         if not self.path.exists():
             return 0
-        with self.path.open("rb+") as fh:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            raise ConfigError(f"cannot open {self.path}: {exc.strerror or exc}") from None
+        with os.fdopen(fd, "rb+") as fh:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise ConfigError(f"{self.path} is {safeio.describe(mode)}, not a regular "
+                                  "file")
             size = fh.seek(0, os.SEEK_END)
             keep = _after_last_newline(fh, size)
             if keep == size:
@@ -39,23 +63,25 @@ class ResultsLog:
 
     def read(self) -> list[dict[str, Any]]:
         """All complete records in the file; lines that are not records (unparseable,
-        not an object, no integer ``task``, no string ``status``) are skipped and
-        counted in :attr:`skipped`."""
+        longer than :data:`~intercode.safeio.MAX_LINE`, nested deeper than
+        :data:`~intercode.safeio.MAX_DEPTH`, not an object, or with a field of the wrong
+        type, see :func:`~intercode.runner.records.malformed`) are skipped and counted
+        in :attr:`skipped`. A path that is not a regular file, or one larger than
+        :data:`~intercode.safeio.MAX_FILE`, is :class:`~intercode.safeio.Refused`."""
         self.skipped = []
         if not self.path.exists():
             return []
-        records = []
-        with self.path.open("r", encoding="utf-8", errors="replace") as fh:
-            for number, line in enumerate(fh, 1):
-                if not line.endswith("\n"):
-                    break
+        records: list[dict[str, Any]] = []
+        obj: Any
+        with safeio.open_regular(self.path) as fh:
+            for number, raw in safeio.lines(fh):
                 try:
-                    obj = json.loads(line)
-                except ValueError:  # JSONDecodeError, or a number too long to convert
+                    obj = None if raw is None else safeio.loads(raw)
+                except ValueError:  # JSONDecodeError, too deep, a number too long
                     obj = None
                 if is_record(obj):
                     records.append(obj)
-                elif line.strip():
+                elif raw is None or raw.strip():
                     self.skipped.append(number)
         return records
 
@@ -92,10 +118,10 @@ def _after_last_newline(fh: Any, size: int) -> int:
 
 
 def is_record(obj: Any) -> bool:
-    """Whether a parsed line looks like an episode record (an object with an integer
-    ``task`` and a string ``status``)."""
+    """Whether a parsed line is an episode record: an object with an integer ``task``, a
+    string ``status`` and no field of the wrong type (:func:`malformed`)."""
     return (isinstance(obj, dict) and type(obj.get("task")) is int
-            and isinstance(obj.get("status"), str))
+            and isinstance(obj.get("status"), str) and malformed(obj) is None)
 
 
 def latest_by_task(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -138,9 +164,10 @@ def save_json(path: Path, data: Any) -> None:
 def check_resumable(config_path: Path, config: dict[str, Any], keys: tuple[str, ...]) -> None:
     """Refuse to resume into a run with a different configuration."""
     try:
-        old = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot resume: {config_path} is unreadable ({exc})") from exc
+        old = safeio.loads(safeio.read_bytes(config_path))
+    except (OSError, ValueError, safeio.Refused) as exc:
+        why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"cannot resume: {config_path} is unreadable ({why})") from None
     if not isinstance(old, dict):
         raise ConfigError(f"cannot resume: {config_path} is not a run's configuration")
     for key in keys:

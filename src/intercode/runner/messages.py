@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from intercode import safeio
 from intercode.runner.logs import ResultsLog, encode_json
 
 FILE_NAME = "messages.jsonl"
@@ -120,18 +121,17 @@ class MessageTable:
 def read_messages(path: Path) -> dict[str, dict[str, str]]:
     """The messages of a ``messages.jsonl`` (an absent file has none; lines that are
     not messages, a torn last line among them, are skipped), their tool fields written
-    into the content (:func:`readable`)."""
+    into the content (:func:`readable`). A path that is not a regular file, or one past
+    :data:`~intercode.safeio.MAX_FILE`, is :class:`~intercode.safeio.Refused`."""
     out: dict[str, dict[str, str]] = {}
     try:
-        fh = path.open("r", encoding="utf-8", errors="replace")
+        fh = safeio.open_regular(path)
     except FileNotFoundError:
         return out
     with fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break
+        for _number, line in safeio.lines(fh):
             try:
-                obj = json.loads(line)
+                obj = None if line is None else safeio.loads(line)
             except ValueError:
                 continue
             if (isinstance(obj, dict) and isinstance(obj.get("id"), str)

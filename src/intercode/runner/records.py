@@ -8,6 +8,7 @@ episode's ``messages`` table, which the runner moves into the run's ``messages.j
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -78,3 +79,47 @@ class EpisodeRecord:
         if data["messages"] is None:
             del data["messages"]
         return data
+
+
+LLM_NUMBERS = ("calls", "prompt_tokens", "completion_tokens", "latency_s", "reasoning_tokens")
+
+
+def _number(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _reward(value: Any) -> bool:
+    return _number(value) and -1 <= value <= 1
+
+
+def malformed(rec: dict[str, Any]) -> str | None:
+    """What is wrong with a read record's fields that summaries and views use (None: nothing).
+
+    ``reward`` is a finite number in [-1, 1] (SQL's rewards go below 0 when the rows
+    come in the opposite order) or null; ``success`` a boolean or null (a missing
+    reward or success is no success and reward 0); ``turns`` a list
+    (a turn's ``reward`` as the record's, or null);
+    ``best_turn`` a non-negative integer or null; ``llm`` an object whose counts are
+    finite numbers. A record of a results file someone else wrote may claim anything.
+    """
+    reward, success = rec.get("reward"), rec.get("success")
+    if reward is not None and not _reward(reward):
+        return "reward is not a number from -1 to 1"
+    if success is not None and not isinstance(success, bool):
+        return "success is not true or false"
+    turns = rec.get("turns", [])
+    if not isinstance(turns, list):
+        return "turns is not a list"
+    for turn in turns:
+        if isinstance(turn, dict) and turn.get("reward") is not None and not _reward(
+                turn["reward"]):
+            return "a turn's reward is not a number from -1 to 1"
+    best = rec.get("best_turn")
+    if best is not None and (type(best) is not int or best < 0):
+        return "best_turn is not a turn number"
+    llm = rec.get("llm")
+    if llm is not None and not (isinstance(llm, dict) and all(
+            llm.get(k) is None or _number(llm[k]) for k in LLM_NUMBERS)):
+        return "llm is not an object of counts"
+    return None

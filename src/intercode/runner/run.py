@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import logging
 import math
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import intercode
+from intercode import safeio
 from intercode.agents.llm_base import StrategyOptions
 from intercode.agents.names import DEFAULT_TURNS, STRATEGIES
 from intercode.agents.replay import load_trajectories
@@ -266,7 +266,9 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
 def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],
               count: int) -> dict[int, dict[str, Any]]:
     """The records a resumed run keeps (none for a new run); lines that are not this
-    run's records are left in the file, ignored, and reported once."""
+    run's records are left in the file, ignored, and reported once. A results path
+    that is not a regular file (a FIFO, a device) is refused."""
+    results.check()
     if not (results.path.exists() and results.path.stat().st_size > 0):
         return {}
     if not cfg.resume:
@@ -277,7 +279,10 @@ def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],
     cut = results.repair()
     if cut:
         log.warning("removed a torn last line (%d bytes) from %s", cut, results.path)
-    records = results.read()
+    try:
+        records = results.read()
+    except safeio.Refused as exc:
+        raise ConfigError(f"cannot resume: {results.path} {exc}") from None
     kept = [r for r in records if _ours(r, cfg, count)]
     ignored = len(results.skipped) + len(records) - len(kept)
     if ignored:
@@ -290,8 +295,8 @@ def _recorded_root(config_path: Path) -> dict[str, Any] | None:
     """The root an existing run recorded (a run from before roots were recorded ran on
     the host's); None: no run there, no sandbox, or unreadable."""
     try:
-        old = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        old = safeio.loads(safeio.read_bytes(config_path))
+    except (OSError, ValueError, safeio.Refused):
         return None  # check_resumable refuses an unreadable one
     before = old.get("rootfs", {"kind": "host", "path": "/"}) if isinstance(old, dict) else None
     return before if isinstance(before, dict) else None
