@@ -562,14 +562,16 @@ def cmd_serve_openenv(args: argparse.Namespace) -> int:
     from intercode.serve.sessions import ServeConfig
 
     try:
-        from intercode.serve.openenv_server import serve_openenv, warn_if_exposed
+        from intercode.serve.openenv_server import serve_openenv
     except ModuleNotFoundError as exc:  # openenv-core (the `serve` extra) is missing
         raise ConfigError(str(exc)) from None
     token = _token(args)
     config = ServeConfig(env=args.env, dataset=_dataset(args), settings=_settings(args),
                          max_sessions=args.max_sessions, warm=args.warm,
                          idle_timeout=args.idle_timeout)
-    warn_if_exposed(args.host, token)
+    from intercode.serve.hosts import require_token_off_loopback
+
+    require_token_off_loopback(args.host, token)
     serve_openenv(config, host=args.host, port=args.port, token=token,
                   log_level="info" if args.verbose else "warning",
                   allowed_hosts=args.allowed_host or ())

@@ -317,3 +317,23 @@ def test_the_scripted_chat_server_refuses_pages_too():
         assert server.requests == []
         assert request(port, "POST", path, [host], body)[0] == 200
         assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.1"])
+def test_a_non_loopback_address_without_a_token_is_refused(host, capsys, monkeypatch):
+    """Bound to a wildcard or another address, any Host goes and the Origin is checked
+    only against the request's own Host, so a page whose name a DNS rebinding points at
+    the machine passes: such an address needs a token, as for serve mcp."""
+    import intercode.serve.openenv_server as server
+    from intercode.cli import main
+
+    started = []
+    monkeypatch.setattr(server, "serve_openenv", lambda *a, **k: started.append(a))
+    monkeypatch.delenv("INTERCODE_TEST_TOKEN", raising=False)
+    assert main(["serve", "openenv", "--env", "bash", "--port", "0", "--host", host]) == 2
+    err = capsys.readouterr().err
+    assert started == [] and err.count("\n") == 1 and "--token-env" in err, err
+    monkeypatch.setenv("INTERCODE_TEST_TOKEN", "secret")
+    assert main(["serve", "openenv", "--env", "bash", "--port", "0", "--host", host,
+                 "--token-env", "INTERCODE_TEST_TOKEN"]) == 0
+    assert len(started) == 1

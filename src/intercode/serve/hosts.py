@@ -55,6 +55,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def require_token_off_loopback(host: str, token: str | None) -> None:
+    """Refuse to serve a non-loopback address without a token: whoever reaches it (or a
+    page whose name a DNS rebinding points at it, which the same-origin check lets by)
+    could run code in the sandboxes."""
+    if not is_loopback(host) and token is None:
+        raise ConfigError(f"--host {host} is not a loopback address: anyone who reaches it "
+                          "could run code in the sandboxes; give a token with --token-env")
+
+
 def _is_wildcard(host: str) -> bool:
     try:
         return ipaddress.ip_address(host.strip("[]")).is_unspecified

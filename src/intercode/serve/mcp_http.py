@@ -38,7 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from intercode.errors import ConfigError
-from intercode.serve.hosts import HostPolicy, is_loopback
+from intercode.serve.hosts import HostPolicy
 from intercode.serve.mcp_fast import FastCalls
 from intercode.serve.mcp_server import McpService
 
@@ -198,13 +198,6 @@ async def _reply(send: Send, status: int, message: str,
 
 def _noted(sig: int, frame: object) -> None:
     """A signal uvicorn already handled (see :func:`serve_http`)."""
-
-
-def check_host(host: str, token: str | None) -> None:
-    """Refuse a non-loopback address without a token."""
-    if not is_loopback(host) and token is None:
-        raise ConfigError(f"--host {host} is not a loopback address: anyone who reaches it "
-                          "could run code in the sandboxes; give a token with --token-env")
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -492,10 +492,10 @@ def serve(config: ServeConfig, transport: Transport = "stdio", host: str = "127.
         return 0
     if transport != "http":
         raise ConfigError(f"unknown transport {transport!r}")
-    from intercode.serve.hosts import HostPolicy
-    from intercode.serve.mcp_http import check_host, loop_options, serve_http
+    from intercode.serve.hosts import HostPolicy, require_token_off_loopback
+    from intercode.serve.mcp_http import loop_options, serve_http
 
-    check_host(host, token)
+    require_token_off_loopback(host, token)
     hosts = HostPolicy(host, allowed_hosts)  # a bad --allowed-host: one line, now
     service = McpService(config, "http")
     try:

@@ -33,7 +33,6 @@ import functools
 import hmac
 import json
 import logging
-import sys
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -470,9 +469,3 @@ def _quiet_denials(record: logging.LogRecord) -> bool:
     done, then logs "ASGI callable returned without completing handshake"."""
     return record.getMessage() != "ASGI callable returned without completing handshake."
 
-
-def warn_if_exposed(host: str, token: str | None) -> None:
-    """A warning on stderr when a non-loopback address is served without a token."""
-    if token is None and host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"intercode: warning: serving on {host} without --token-env: anyone who can "
-              "reach this port can run code in the sandboxes", file=sys.stderr)
