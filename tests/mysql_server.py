@@ -43,8 +43,9 @@ def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 
 @contextmanager
-def small_tmp_server() -> Iterator[Server | str]:
-    """A server whose tmpdir is a 48 MiB tmpfs; a ``str`` (why not) if none can start."""
+def small_tmp_server(settings: Path = SETTINGS) -> Iterator[Server | str]:
+    """A server whose tmpdir is a 48 MiB tmpfs; a ``str`` (why not) if none can start.
+    ``settings``: its option file (the project's by default)."""
     import pymysql
 
     mariadbd, install = shutil.which("mariadbd"), shutil.which("mariadb-install-db")
@@ -63,7 +64,7 @@ def small_tmp_server() -> Iterator[Server | str]:
         if not mounted:
             yield "cannot mount a small tmpfs (needs root)"
             return
-        common = (f"--defaults-file={SETTINGS}", "--user=root", f"--datadir={data}")
+        common = (f"--defaults-file={settings}", "--user=root", f"--datadir={data}")
         made = _run(install, *common, "--auth-root-authentication-method=normal",
                     "--skip-test-db")
         assert made.returncode == 0, made.stderr[-2000:]

@@ -391,10 +391,8 @@ def test_the_agent_cannot_keep_raised_table_bounds(agent):
         assert agent.execute(f"SET SESSION {name} = 1099511627776").ok
         got = agent.execute(f"SELECT @@{name}").rows
         assert got is not None and got[0][0] <= 256 << 20, (name, got)
-    made = agent.execute("CREATE TABLE m (x VARCHAR(1000)) ENGINE=MEMORY")
-    assert made.ok, made.error
-    filled = agent.execute("INSERT INTO m SELECT REPEAT('x', 1000) FROM seq_1_to_100000")
-    assert not filled.ok and "full" in (filled.error or "")
+    made = agent.execute("CREATE TABLE m (x VARCHAR(1000)) ENGINE=MEMORY")  # InnoDB only
+    assert not made.ok and "NO_ENGINE_SUBSTITUTION" in (made.error or ""), made
 
 
 def test_a_session_account_holds_few_connections(agent):

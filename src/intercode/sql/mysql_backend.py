@@ -54,6 +54,17 @@ def _backquoted(statement: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _require_innodb_tables(query: Any, host: str) -> None:
+    """A ConfigError unless the server makes every new table InnoDB: ``max_heap_table_size``
+    bounds one MEMORY table, not how many a session makes (server memory, until dropped)."""
+    engine = query("SELECT @@GLOBAL.enforce_storage_engine")[0][0]
+    if str(engine or "").lower() != "innodb":
+        raise ConfigError(
+            f"the server at {host} lets sessions make MEMORY tables (server memory without "
+            "a bound on their number): start it with enforce_storage_engine=InnoDB "
+            "(scripts/mariadb-start does)")
+
+
 class MysqlBackend(SqlBackend):
     """A server given by URL, with per-run databases."""
 
@@ -134,6 +145,8 @@ class MysqlBackend(SqlBackend):
                 f"the server at {self.args['host']} compares table names case-sensitively; "
                 "InterCode's did not: start it with lower_case_table_names=1 "
                 "(scripts/mariadb-start does)")
+        if flavour == "MariaDB":
+            _require_innodb_tables(self.query, str(self.args["host"]))
         self.run_id = claim_run(self.query)
         host = str(me).rpartition("@")[2]
         accounts = Accounts(self.query, self.run_id, host, flavour == "MariaDB")
