@@ -10,6 +10,12 @@ go on serving.
 
 from __future__ import annotations
 
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,6 +31,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.tool import bash
 from inspect_ai.util import sandbox
 
+from intercode import safeio
 from intercode.errors import IntercodeError
 from intercode.inspect.sandbox import IntercodeSandboxConfig, IntercodeSandboxEnvironment
 
@@ -101,3 +108,55 @@ def test_a_tool_call_with_a_nul_byte_is_a_tool_error_not_a_failed_sample(
     assert sample.scores is not None
     (result,) = sample.scores.values()
     assert result.value == CORRECT
+
+
+# -- run folders: a JSON line small on disk but huge in memory ---------------------------
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+MEMORY = 1 << 30  # the child's address space: far above what reading a run needs
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+def _intercode(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": SRC, "OPENBLAS_NUM_THREADS": "1",
+           "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    try:
+        return subprocess.run([sys.executable, "-m", "intercode", *argv], env=env,
+                              capture_output=True, text=True, timeout=300, preexec_fn=_limit)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"intercode {' '.join(argv)} hung")
+
+
+def _record(task: int, **more: object) -> dict[str, object]:
+    return {"env": "bash", "dataset": "bash-demo", "task": task, "source": "bash-demo",
+            "source_index": task, "query": "q", "agent": "gold", "status": "ok",
+            "reward": 1.0, "success": True, "turns": [], "schema": 2, "extra": {}, **more}
+
+
+def test_a_line_of_millions_of_empty_lists_is_malformed_not_out_of_memory(
+        tmp_path: Path) -> None:
+    # 24 MiB on disk, within the line bound; parsed, 8 million lists took over 1 GiB
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(
+        {"env": "bash", "dataset": "bash-demo", "agent": "gold", "tasks": [0, 1]}))
+    wide = "[" + "[]," * (8 << 20) + "[]]"
+    with (folder / "results.jsonl").open("w") as fh:
+        fh.write(json.dumps(_record(0)) + "\n")
+        fh.write(json.dumps(_record(1))[:-1] + ', "x": ' + wide + "}\n")
+    (folder / "messages.jsonl").write_text('{"task": 1, "messages": ' + wide + "}\n")
+    proc = _intercode("show", str(folder), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["summary"]["success"] == 1 and data["summary"]["finished"] == 1
+    assert any("1 line(s)" in n and "[2]" in n for n in data["notes"]), data["notes"]
+
+
+def test_json_with_too_many_lists_and_objects_is_refused() -> None:
+    with pytest.raises(ValueError, match="lists and objects"):
+        safeio.loads("[" + "{}," * safeio.MAX_CONTAINERS + "{}]")
+    assert safeio.loads('{"a": "[[[{{{"}') == {"a": "[[[{{{"}
