@@ -22,6 +22,9 @@ from typing import IO, Any
 MAX_FILE = 1 << 30  # bytes of a results or messages file
 MAX_LINE = 64 << 20  # bytes of one line, or of one whole JSON document
 MAX_DEPTH = 100  # nesting of JSON objects and lists
+# "[" and "{" in one JSON document: an empty list is 3 bytes on disk and over 60 in
+# memory, so a line of nothing else within MAX_LINE would take gigabytes to parse
+MAX_CONTAINERS = 1 << 20
 
 
 class Refused(Exception):
@@ -106,9 +109,12 @@ def lines(fh: IO[bytes], max_line: int = MAX_LINE,
 
 def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     """``json.loads`` within a nesting bound; ``ValueError`` for anything refused
-    (not JSON, too deep, a number too long). Bytes that are not UTF-8 are replaced."""
+    (not JSON, too deep, a number too long, more than :data:`MAX_CONTAINERS` lists and
+    objects, the brackets in strings counted too). Bytes that are not UTF-8 are replaced."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
+    if text.count("[") + text.count("{") > MAX_CONTAINERS:
+        raise ValueError(f"more than {MAX_CONTAINERS} lists and objects")
     try:
         value = json.loads(text)
     except RecursionError:

@@ -140,6 +140,8 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
                                               f"{Layout().user!r}, not {user!r}")
         if not cmd:
             raise ValueError("exec needs a command")
+        _passable(*cmd, *(cwd or "",), *(env or {}).values())
+        _env_names(env or {})
         data = input.encode() if isinstance(input, str) else (input or b"")
         limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
         wait = float(timeout) if timeout else FOREVER
@@ -168,6 +170,7 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
 
     async def write_file(self, file: str, contents: str | bytes) -> None:
         """Write ``contents`` to ``file`` (parents created)."""
+        _passable(file)
         data = contents.encode() if isinstance(contents, str) else contents
         path = self._path(file)
         reply, _ = await self._call("write_file", {"path": path}, data)
@@ -181,6 +184,7 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
 
     async def read_file(self, file: str, text: bool = True) -> str | bytes:
         """The contents of ``file`` (text: UTF-8)."""
+        _passable(file)
         path = self._path(file)
         # at most the sandbox's output budget: pid 1 holds the contents once
         limit = min(SandboxEnvironmentLimits.MAX_READ_FILE_SIZE, self.box.limits.output_hard)
@@ -191,6 +195,24 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
                 truncated_output=None)
         _raise_for(reply, path)
         return data.decode("utf-8") if text else data
+
+
+def _passable(*texts: object) -> None:
+    """Refuse, as the system would (``ValueError``, which Inspect gives the model as a
+    tool error), a text no path, argument or environment can hold: a NUL byte, or a
+    lone surrogate that is not an undecodable byte (``UnicodeEncodeError``)."""
+    for text in texts:
+        if isinstance(text, str):
+            if "\0" in text:
+                raise ValueError("embedded null byte")
+            os.fsencode(text)
+
+
+def _env_names(env: dict[str, str]) -> None:
+    for name in env:
+        _passable(name)
+        if not name or "=" in str(name):
+            raise ValueError(f"illegal environment variable name: {str(name)[:100]!r}")
 
 
 def _not_started(program: str, cwd: str, reply: dict[str, Any]) -> ExecResult[str]:
