@@ -451,3 +451,29 @@ def test_a_fake_held_copy_does_not_run_between_actions():
         assert after - before < 30, (before, after)
     finally:
         env.close()
+
+
+# Was a HOLE (both backends): a restore continued every held copy (the kill round and the
+# wake-up), so a process the agent's interpreter reported as the held copy of one branch
+# ran on in the branch restored after it, writing into a tree that should be the
+# snapshot's: one branch's actions reached another's.
+@pytest.mark.parametrize("act", [False, True], ids=["restored-at-once", "after-an-action"])
+def test_a_fake_held_copy_does_not_run_in_another_branch(act):
+    """Held copies stay stopped until their own snapshot is restored: after going back to
+    an earlier snapshot, a process reported as the later snapshot's held copy writes
+    nothing into the restored tree, during a pause or the next actions."""
+    env = make("python")
+    try:
+        branch = env.snapshot()
+        env.step(FAKE_HELD)
+        later = env.snapshot()  # its held copy is the agent's writer (kept: not dropped)
+        if act:
+            env.step("import time; time.sleep(0.1)")
+        env.restore(branch)
+        time.sleep(1.0)
+        probe = "import os, time; time.sleep(0.2); print(os.path.exists('/tmp/beat'))"
+        assert env.step(probe)[0].strip() == "False"
+        assert env.step(probe)[0].strip() == "False"
+        del later
+    finally:
+        env.close()

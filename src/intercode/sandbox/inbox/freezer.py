@@ -76,7 +76,7 @@ class Freezer:
         """
         self.frozen = True
         self.rounds = 0
-        self._stop_held()
+        self.stop_held()
         self.step()
         if not self.stopped:
             self.frozen = False
@@ -91,10 +91,10 @@ class Freezer:
         for pid in self.shell.zygote_pids():  # sleeps, not dumpable: see zygote
             idle[pid] = shell.ASLEEP
         # not the held interpreters: their pids come from the agent's interpreter, which
-        # may report a process of its own; they are idle only when stopped (_stop_held)
+        # may report a process of its own; they are idle only when stopped (stop_held)
         return idle
 
-    def _stop_held(self):
+    def stop_held(self):
         """Stop the held interpreters that are not stopped, and wait (briefly) until the
         kernel says they are: a held copy waits as well stopped as asleep (a restore
         continues it first, see ``snaps``), and only a stopped process surely runs
@@ -135,7 +135,7 @@ class Freezer:
             self.stopped = False
             self.watch_soon = True  # a fork bomb frozen below the alarm goes on now
             self._settle()
-            shell.thaw()
+            shell.thaw(stay=self.held)
 
     def _settle(self):
         """Wait until every process has stopped before continuing them.

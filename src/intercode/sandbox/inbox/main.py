@@ -181,7 +181,7 @@ class Supervisor(snaps.Snapshots):
             return
         count, rss = shell.usage({1, os.getpid(), *self.shell.zygote_pids()})
         if self.process_alarm is not None and count >= self.process_alarm:
-            shell.kill_all(self.keep_alive(), self.reap)
+            shell.kill_all(self.keep_alive(), self.reap, stay=self.held)
             self.note("%d processes were running (the limit is close); all processes "
                       "except the shell were killed" % count)
             if self.freezer.frozen:
@@ -310,7 +310,7 @@ class Supervisor(snaps.Snapshots):
         With ``signal`` (the Python interpreter: SIGINT), the shell gets it too, so a
         loop running inside it stops with KeyboardInterrupt.
         """
-        shell.kill_all(self.keep_alive(), self.reap)
+        shell.kill_all(self.keep_alive(), self.reap, stay=self.held)
         if msg.get("signal") and self.shell.pid is not None:
             try:
                 os.kill(self.shell.pid, getattr(signal, msg["signal"]))
@@ -343,7 +343,7 @@ class Supervisor(snaps.Snapshots):
         code, timed_out, output, total, stopped = runcmd.run_bounded(
             msg["argv"], blob, msg.get("cwd", "/"), self.cfg["env"], msg.get("timeout"),
             msg.get("keep", 1 << 20), msg.get("hard", 64 << 20))
-        shell.kill_all(self.keep_alive(), self.reap)
+        shell.kill_all(self.keep_alive(), self.reap, stay=self.held)
         if self.freezer.frozen:
             self.freezer.freeze()
         return {"exit_code": code, "timed_out": timed_out, "total": total,
@@ -428,6 +428,8 @@ class Supervisor(snaps.Snapshots):
             os.set_blocking(fd, True)
 
     def _kill(self, keep):
+        if self.held:  # they stay stopped through the kill (see shell.thaw)
+            self.freezer.stop_held()
         if self.shell.pid not in keep:
             self.shell.pid = None
         resident = self.shell.resident()  # the zygote and the spare
@@ -451,7 +453,7 @@ class Supervisor(snaps.Snapshots):
                 return
         elif not keep and self._kill_and_reap_everything(5.0):
             return
-        shell.kill_all(keep, self.reap)
+        shell.kill_all(keep, self.reap, stay=self.held)
         if not shell.wait_gone(keep, self.reap, time.monotonic() + 5.0):
             raise RuntimeError("processes of the sandbox did not die")
 

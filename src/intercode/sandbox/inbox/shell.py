@@ -469,16 +469,18 @@ def process_name(pid):
         return "?"
 
 
-def kill_all(keep, reap, timeout=KILL_TIMEOUT):
+def kill_all(keep, reap, timeout=KILL_TIMEOUT, stay=()):
     """Kill every process of the namespace except pid 1 and ``keep``.
 
     Everything is stopped at once first (``kill(-1, SIGSTOP)`` from pid 1 reaches
     all other processes), so nothing can fork while the survivors are killed; the
-    kept processes are then continued. ``reap`` collects our own dead children.
+    kept processes are then continued, except those of ``stay`` (held interpreters:
+    see :func:`thaw`). ``reap`` collects our own dead children.
     A killed process may take a while to exit (unmapping gigabytes of memory): the
     loop waits until ``timeout`` seconds have passed before it gives up.
     """
     keep = set(keep)
+    stay = set(stay)
     if not keep:
         _signal_all(signal.SIGKILL)
         return
@@ -489,7 +491,7 @@ def kill_all(keep, reap, timeout=KILL_TIMEOUT):
         victims = live_pids(keep | {1, os.getpid()})
         for pid in victims:
             _signal(pid, signal.SIGKILL)
-        for pid in keep:
+        for pid in keep - stay:
             _signal(pid, signal.SIGCONT)
         reap()
         if not victims:
@@ -539,9 +541,29 @@ def blocked_reading(pid, fd=None):
     return fd is None or fields[1] == b"%#x" % fd
 
 
-def thaw():
-    """Continue every process (the counterpart of :func:`freeze`)."""
-    _signal_all(signal.SIGCONT)
+THAW_ROUNDS = 8  # scans of a thaw that leaves some processes stopped (see thaw)
+
+
+def thaw(stay=()):
+    """Continue every process (the counterpart of :func:`freeze`), except ``stay``.
+
+    ``stay`` are the held interpreters: each runs again only when its own snapshot is
+    restored, since the agent's interpreter names them and may name a process of its
+    own, which would otherwise run on in whatever branch is restored next. Without
+    them, one ``kill(-1, SIGCONT)``; with them, each stopped process is continued by
+    pid, and the scan is repeated while it finds any (a child forked while its parent
+    was being stopped inherits the stop after the scan saw the parent).
+    """
+    if not stay:
+        _signal_all(signal.SIGCONT)
+        return
+    exclude = {1, os.getpid(), *stay}
+    for _ in range(THAW_ROUNDS):
+        stopped = [pid for pid, st in states(exclude).items() if st in (b"T", b"t")]
+        if not stopped:
+            return
+        for pid in stopped:
+            _signal(pid, signal.SIGCONT)
 
 
 def wait_gone(keep, reap, deadline):

@@ -285,11 +285,13 @@ class Snapshots:
         its fork runs while the tree is restored."""
         self._drain_actions()
         self.freezer.thaw()
-        for held in list(self.held):  # a freeze may have stopped them
-            try:
-                os.kill(held, signal.SIGCONT)
-            except ProcessLookupError:  # the agent killed it: its snapshot is gone
-                self.held.discard(held)
+        # only this one: the others stay stopped (a freeze stopped them) until their
+        # own snapshots are restored (see shell.thaw)
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:  # the agent killed it: its snapshot is gone
+            self.held.discard(pid)
+            raise
         # a SIGUSR1 of the agent's still pending in the copy (sent while the agent had
         # stopped it) would swallow ours (a signal pending once is not queued twice): the
         # copy, running again, takes it and ignores it; no process of the agent's is left
