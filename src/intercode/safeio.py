@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 MAX_FILE = 1 << 30  # bytes of a results or messages file
+UNBOUNDED = 1 << 62  # the size bound of a run's own files, read to resume it
 MAX_LINE = 64 << 20  # bytes of one line, or of one whole JSON document
 MAX_DEPTH = 100  # nesting of JSON objects and lists
 # "[" and "{" in one JSON document: an empty list is 3 bytes on disk and over 60 in

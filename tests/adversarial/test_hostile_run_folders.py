@@ -126,6 +126,31 @@ def test_eval_resume_into_a_folder_with_a_fifo_never_blocks(tmp_path):
     one_line_error(proc, "results.jsonl", "FIFO")
 
 
+def test_eval_resume_reads_its_own_files_at_any_size_and_refuses_a_fifo(tmp_path):
+    """The bounds meant for folders someone hands us do not stop a run from resuming
+    itself: its own results past the 1 GiB bound are read (a 1 GiB hole of a torn line
+    here), and a messages.jsonl that is a FIFO is one line (it was a traceback)."""
+    folder = tmp_path / "run"
+    argv = ("eval", "sql", "--dataset", str(EXAMPLE_SQL), "--agent", "gold",
+            "--output", str(folder))
+    first = intercode(*argv)
+    assert first.returncode == 0, first.stderr[-2000:]
+    results = folder / "results.jsonl"
+    done = results.read_bytes()
+    with results.open("ab") as fh:  # a line of a GiB of zeros (sparse), then the records
+        fh.truncate(len(done) + (1 << 30) + 16)
+        fh.seek(0, os.SEEK_END)
+        fh.write(b"\n" + done)
+    resumed = intercode(*argv, "--resume")
+    assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr[-2000:]
+    results.write_bytes(done)
+    messages = folder / "messages.jsonl"
+    if messages.exists():
+        messages.unlink()
+    os.mkfifo(messages)
+    one_line_error(intercode(*argv, "--resume"), "messages.jsonl", "FIFO")
+
+
 def test_a_record_nested_100000_deep_is_a_malformed_line_not_a_traceback(tmp_path, capsys):
     folder, other = good_run(tmp_path / "run"), good_run(tmp_path / "other")
     deep = '{"task": 5, "status": "ok", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n"

@@ -63,6 +63,20 @@ def test_a_path_that_leaves_the_dataset_folder_is_refused_without_echo(tmp_path,
     assert SECRET not in message and "\n" not in message
 
 
+@pytest.mark.parametrize("env,field", [("bash", "setup"), ("ctf", "files"),
+                                        ("sql", "database")])
+def test_a_path_with_a_lone_surrogate_is_one_line(tmp_path, env, field):
+    """A JSON escape of half a surrogate pair names no file: realpath raised
+    UnicodeEncodeError out of the loader (a traceback)."""
+    data, _ = scene(tmp_path)
+    row = {"bash": {"gold": "ls"}, "ctf": {"flag": "f"}, "sql": {"gold": "SELECT 1"}}[env]
+    (data / "tasks.jsonl").write_text(
+        json.dumps({"query": "q", **row})[:-1] + f', "{field}": "\\ud800x"}}\n')
+    with pytest.raises(ConfigError) as err:
+        load_user_dataset(data / "tasks.jsonl", env)
+    assert f'field "{field}"' in str(err.value) and "\n" not in str(err.value)
+
+
 def test_a_symlinked_dataset_folder_is_fine_while_its_contents_stay_inside(tmp_path):
     data, _host = scene(tmp_path)
     (data / "setup.sh").write_text("mkdir /x\n")

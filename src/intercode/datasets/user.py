@@ -180,6 +180,10 @@ def _file(item: dict[str, Any], field: str, folder: Path, kind: str = "file",
     if field not in item:
         return None
     rel = _text(item, field)
+    try:
+        os.fsencode(rel)
+    except UnicodeEncodeError:  # a lone surrogate: no file can have that name
+        raise _Bad(field, "is not a valid file name") from None
     if os.path.isabs(rel):
         raise _Bad(field, f"must be a path relative to the dataset file, got {rel!r}")
     path = Path(os.path.realpath(folder / rel))

@@ -47,11 +47,11 @@ class ResultsLog:
             fd = os.open(self.path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
             raise ConfigError(f"cannot open {self.path}: {exc.strerror or exc}") from None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # (before fdopen: a FIFO is no random-access file)
+            os.close(fd)
+            raise ConfigError(f"{self.path} is {safeio.describe(mode)}, not a regular file")
         with os.fdopen(fd, "rb+") as fh:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise ConfigError(f"{self.path} is {safeio.describe(mode)}, not a regular "
-                                  "file")
             size = fh.seek(0, os.SEEK_END)
             keep = _after_last_newline(fh, size)
             if keep == size:
@@ -61,20 +61,21 @@ class ResultsLog:
             os.fsync(fh.fileno())
             return size - keep
 
-    def read(self) -> list[dict[str, Any]]:
+    def read(self, max_size: int = safeio.MAX_FILE) -> list[dict[str, Any]]:
         """All complete records in the file; lines that are not records (unparseable,
         longer than :data:`~intercode.safeio.MAX_LINE`, nested deeper than
         :data:`~intercode.safeio.MAX_DEPTH`, not an object, or with a field of the wrong
         type, see :func:`~intercode.runner.records.malformed`) are skipped and counted
         in :attr:`skipped`. A path that is not a regular file, or one larger than
-        :data:`~intercode.safeio.MAX_FILE`, is :class:`~intercode.safeio.Refused`."""
+        :data:`~intercode.safeio.MAX_FILE` (or ``max_size``), is
+        :class:`~intercode.safeio.Refused`."""
         self.skipped = []
         if not self.path.exists():
             return []
         records: list[dict[str, Any]] = []
         obj: Any
-        with safeio.open_regular(self.path) as fh:
-            for number, raw in safeio.lines(fh):
+        with safeio.open_regular(self.path, max_size) as fh:
+            for number, raw in safeio.lines(fh, max_total=max_size):
                 try:
                     obj = None if raw is None else safeio.loads(raw)
                 except ValueError:  # JSONDecodeError, too deep, a number too long

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from intercode import safeio
+from intercode.errors import ConfigError
 from intercode.runner.logs import ResultsLog, encode_json
 
 FILE_NAME = "messages.jsonl"
@@ -84,9 +85,13 @@ class MessageTable:
         self._fh: Any = None
 
     def open_existing(self) -> None:
-        """Learn the ids already in the file (a resumed run), cutting a torn last line."""
+        """Learn the ids already in the file (a resumed run, of any size), cutting a torn
+        last line; a path that is not a regular file is a one-line ``ConfigError``."""
         ResultsLog(self.path).repair()
-        self.known = set(read_messages(self.path))
+        try:
+            self.known = message_ids(self.path)
+        except safeio.Refused as exc:
+            raise ConfigError(f"cannot resume: {self.path} {exc}") from None
 
     def absorb(self, record: dict[str, Any]) -> dict[str, Any]:
         """Write the messages of ``record`` not yet in the file; return the record
@@ -116,6 +121,25 @@ class MessageTable:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+
+def message_ids(path: Path) -> set[str]:
+    """The ids of the messages of a run's own ``messages.jsonl`` (any size; an absent
+    file has none)."""
+    ids: set[str] = set()
+    try:
+        fh = safeio.open_regular(path, safeio.UNBOUNDED)
+    except FileNotFoundError:
+        return ids
+    with fh:
+        for _number, line in safeio.lines(fh, max_total=safeio.UNBOUNDED):
+            try:
+                obj = None if line is None else safeio.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+                ids.add(obj["id"])
+    return ids
 
 
 def read_messages(path: Path) -> dict[str, dict[str, str]]:

@@ -280,7 +280,7 @@ def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],
     if cut:
         log.warning("removed a torn last line (%d bytes) from %s", cut, results.path)
     try:
-        records = results.read()
+        records = results.read(max_size=safeio.UNBOUNDED)  # the run's own: any size
     except safeio.Refused as exc:
         raise ConfigError(f"cannot resume: {results.path} {exc}") from None
     kept = [r for r in records if _ours(r, cfg, count)]

@@ -78,6 +78,11 @@ class Supervisor(snaps.Snapshots):
             if value is not None:
                 if name == "processes" and self.cfg["shell"] == "python":
                     value += 1  # the zygote's process is not the agent's
+                # a host that runs us under a lower hard limit (``ulimit -v``) keeps it:
+                # no process may raise its hard limit
+                hard = resource.getrlimit(RLIMITS[name])[1]
+                if hard != resource.RLIM_INFINITY:
+                    value = min(value, hard)
                 resource.setrlimit(RLIMITS[name], (value, value))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         # the limits of this process and of everything it starts, from now on (see rlimits)

@@ -550,20 +550,23 @@ def thaw(stay=()):
     ``stay`` are the held interpreters: each runs again only when its own snapshot is
     restored, since the agent's interpreter names them and may name a process of its
     own, which would otherwise run on in whatever branch is restored next. Without
-    them, one ``kill(-1, SIGCONT)``; with them, each stopped process is continued by
-    pid, and the scan is repeated while it finds any (a child forked while its parent
-    was being stopped inherits the stop after the scan saw the parent).
+    them, one ``kill(-1, SIGCONT)``; with them, every other process is continued by
+    pid, whatever its state (one in uninterruptible sleep with a stop still pending
+    would stop after the thaw), and the scan is repeated while it found a stopped one
+    (a child forked while its parent was being stopped inherits the stop after the
+    scan saw the parent). A traced process (``t``) is not waited for: no SIGCONT ends
+    that stop.
     """
     if not stay:
         _signal_all(signal.SIGCONT)
         return
     exclude = {1, os.getpid(), *stay}
     for _ in range(THAW_ROUNDS):
-        stopped = [pid for pid, st in states(exclude).items() if st in (b"T", b"t")]
-        if not stopped:
-            return
-        for pid in stopped:
+        found = states(exclude)
+        for pid in found:
             _signal(pid, signal.SIGCONT)
+        if b"T" not in found.values():
+            return
 
 
 def wait_gone(keep, reap, deadline):
