@@ -153,3 +153,24 @@ def test_an_inspect_scorer_is_not_fooled_by_a_swapped_bin(backend: str, tmp_path
     assert sample.scores is not None
     (result,) = sample.scores.values()
     assert result.value == {"exec": INCORRECT, "read": INCORRECT}
+
+
+async def test_output_past_the_sandboxs_budget_is_an_output_limit_error(
+        env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With Inspect's limits set above the sandbox's output budget (its hard cap, where a
+    command is stopped), a command stopped there came back as an ordinary result (exit
+    137, output cut) instead of Inspect's ``OutputLimitExceededError``; a read past the
+    budget named Inspect's limit instead of the one applied."""
+    from inspect_ai.util import OutputLimitExceededError, SandboxEnvironmentLimits
+
+    monkeypatch.setattr(SandboxEnvironmentLimits, "MAX_EXEC_OUTPUT_SIZE", 1 << 40)
+    monkeypatch.setattr(SandboxEnvironmentLimits, "MAX_READ_FILE_SIZE", 1 << 40)
+    hard = env.box.limits.output_hard
+    with pytest.raises(OutputLimitExceededError) as err:
+        await env.exec(["/usr/bin/head", "-c", str(hard + (1 << 20)), "/dev/zero"])
+    assert err.value.limit_str == f"{hard / (1 << 20):g} MiB"
+    made = await env.exec(["/usr/bin/truncate", "-s", str(hard + 1), "/home/agent/big"])
+    assert made.success, made
+    with pytest.raises(OutputLimitExceededError) as err:
+        await env.read_file("big", text=False)
+    assert err.value.limit_str == f"{hard / (1 << 20):g} MiB"

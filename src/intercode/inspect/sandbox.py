@@ -143,7 +143,8 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
         _passable(*cmd, *(cwd or "",), *(env or {}).values())
         _env_names(env or {})
         data = input.encode() if isinstance(input, str) else (input or b"")
-        limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
+        # at most the sandbox's output budget (past it the command is stopped)
+        limit = min(SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE, self.box.limits.output_hard)
         wait = float(timeout) if timeout else FOREVER
         where = self._path(cwd or ".")
         fields = {"argv": [str(a) for a in cmd], "cwd": where, "timeout": wait,
@@ -159,10 +160,9 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
         stdout = blob[:split].decode("utf-8", errors="replace")
         stderr = blob[split:].decode("utf-8", errors="replace")
         for text, total in zip((stdout, stderr), reply["totals"], strict=True):
-            if int(total) > limit:
-                raise OutputLimitExceededError(
-                    limit_str=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR,
-                    truncated_output=text)
+            if int(total) > limit or reply.get("stopped"):
+                raise OutputLimitExceededError(limit_str=_size_text(limit),
+                                               truncated_output=text)
         code = reply.get("exit_code")
         returncode = -1 if code is None else int(code)
         return ExecResult(success=returncode == 0, returncode=returncode, stdout=stdout,
@@ -190,11 +190,17 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
         limit = min(SandboxEnvironmentLimits.MAX_READ_FILE_SIZE, self.box.limits.output_hard)
         reply, data = await self._call("read_file", {"path": path, "limit": limit})
         if reply.get("error") == "too_large":
-            raise OutputLimitExceededError(
-                limit_str=SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR,
-                truncated_output=None)
+            raise OutputLimitExceededError(limit_str=_size_text(limit), truncated_output=None)
         _raise_for(reply, path)
         return data.decode("utf-8") if text else data
+
+
+def _size_text(size: int) -> str:
+    """``size`` bytes as Inspect writes its limits (``"10 MiB"``)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} B"
 
 
 def _passable(*texts: object) -> None:
