@@ -32,7 +32,7 @@ from intercode.serve.hosts import HostPolicy
 START_DEADLINE = 90.0
 FOREIGN_HOSTS = ["rebind.attacker.example:{port}", "rebind.attacker.example",
                  "127.0.0.1.attacker.example:{port}", "localhost:{port}.attacker.example",
-                 "localhost:{other}", "127.0.0.1:{other}", "localhost.:{port}", "",
+                 "localhost.:{port}", "",
                  "[::1]x:{port}", "127.0.0.1:{port}@attacker.example"]
 FOREIGN_ORIGINS = ["http://attacker.example", "https://attacker.example:{port}", "null",
                    "http://localhost:{other}", "http://127.0.0.1", "file://",
@@ -192,7 +192,9 @@ def test_programs_and_the_servers_own_pages_are_served(port):
     (its /docs), the project's client and OpenEnv's own client."""
     from websockets.sync.client import connect
 
+    # a loopback name on another port: a tunnel or a port mapping (ssh -L, docker -p)
     for host in ("127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}", "LOCALHOST:{port}",
+                 "localhost:{other}", "127.0.0.1:{other}",
                  "127.0.0.1", "localhost"):
         assert request(port, "GET", "/health", [f"Host: {_form(host, port)}"])[0] == 200
     for origin in ("http://127.0.0.1:{port}", "http://localhost:{port}",
@@ -253,7 +255,11 @@ def test_the_policy_of_a_loopback_server():
     assert policy.refusal(["[::1]:8000"], ["http://[::1]:8000"], 8000) is None
     assert policy.refusal(["localhost:8000"], ["https://localhost:8000"], 8000) is None
     assert policy.refusal(["[::1]"], [], 8000) is None  # no port: the client's choice
-    for host in ("evil.example:8000", "localhost:8001", "localhost:08001", "[::2]:8000",
+    # a served name on another port: a tunnel's or a mapping's Host, never a page's Origin
+    assert policy.refusal(["localhost:8001"], [], 8000) is None
+    refused = policy.refusal(["localhost:8000"], ["http://localhost:8001"], 8000)
+    assert refused is not None and refused.status == 403
+    for host in ("evil.example:8000", "[::2]:8000",
                  "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:-1", "::1:8000", "[::1",
                  "localhost:8000:8000", "local host:8000"):
         refused = policy.refusal([host], [], 8000)

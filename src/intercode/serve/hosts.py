@@ -8,15 +8,16 @@ project (``serve openenv``, ``serve mcp`` over HTTP, the scripted chat server) c
 each request, HTTP or WebSocket handshake, before anything else:
 
 - ``Host`` must be a name the server is served under (else 421): on a loopback address
-  ``localhost``, ``127.0.0.1`` and ``[::1]`` with the server's port (or no port), plus
-  the ``--allowed-host`` names. Bound to another address without ``--allowed-host``, any
-  name goes (the server is reached by names it cannot know; the token guards it), and
-  with them, that address with its port and the names given (and the loopback names
-  when the address is a wildcard, which serves loopback too).
-- ``Origin``, which only browsers send, must be one of those names too, over ``http``
-  or ``https`` (else 403); when any ``Host`` goes, the ``Host`` of the request itself
-  (same origin). A request without ``Origin`` (a program: the OpenEnv and MCP clients,
-  TRL, curl) is not a page's and passes.
+  ``localhost``, ``127.0.0.1`` and ``[::1]`` on any port (a tunnel or a port mapping
+  brings another), plus the ``--allowed-host`` names. Bound to another address without
+  ``--allowed-host``, any name goes (the server is reached by names it cannot know; a
+  token is required there), and with them, that address with its port and the names
+  given (and the loopback names when the address is a wildcard, which serves loopback
+  too).
+- ``Origin``, which only browsers send, must be one of those names too, with the
+  server's own port, over ``http`` or ``https`` (else 403); when any ``Host`` goes, the
+  ``Host`` of the request itself (same origin). A request without ``Origin`` (a
+  program: the OpenEnv and MCP clients, TRL, curl) is not a page's and passes.
 
 ``--allowed-host NAME`` allows that name on any port, ``NAME:PORT`` on that port only.
 """
@@ -140,12 +141,15 @@ class HostPolicy:
             self.served.add(_bracketed(bind_host))
         self.others = sorted(self.any_port) + sorted(f"{n}:{p}" for n, p in self.exact)
 
-    def allows(self, name: str, port: int | None, served: int | None) -> bool:
+    def allows(self, name: str, port: int | None, served: int | None,
+               same_port: bool = True) -> bool:
         """Whether ``name`` on ``port`` (None: not given) is allowed on a server that
-        got the request on port ``served`` (None: unknown)."""
+        got the request on port ``served`` (None: unknown); ``same_port=False`` allows
+        the served names on any port (a ``Host``: see :meth:`refusal`)."""
         if name in self.any_port:
             return True
-        if name in self.served and (port is None or served is None or port == served):
+        if name in self.served and (not same_port or port is None or served is None
+                                    or port == served):
             return True
         return port is not None and (name, port) in self.exact
 
@@ -155,7 +159,10 @@ class HostPolicy:
         port ``served``, is refused; None when it is not."""
         hosts = list(hosts)
         host = split_host(hosts[0]) if len(hosts) == 1 else None
-        if self.check_host and (host is None or not self.allows(*host, served)):
+        # a served name in Host on another port is a tunnel or a port mapping (ssh -L,
+        # docker -p), never a rebinding page (its Host is its own name); a page of
+        # another local port is told by its Origin, whose port must match
+        if self.check_host and (host is None or not self.allows(*host, served, False)):
             shown = hosts[0][:100] if len(hosts) == 1 else f"{len(hosts)} Host headers"
             port = "" if served is None else f":{served}"
             names = ", ".join([*(n + port for n in sorted(self.served)), *self.others])
