@@ -445,10 +445,11 @@ def test_a_fake_held_copy_does_not_run_between_actions():
         env.snapshot()
         count = "import time; time.sleep(0.05); print(len(open('/tmp/beat').read()))"
         before = int(env.step(count)[0])
-        time.sleep(1.0)
+        time.sleep(3.0)
         after = int(env.step(count)[0])
-        # a running writer adds about 100 in the pause (and at most ~10 in the action)
-        assert after - before < 30, (before, after)
+        # a running writer adds about 300 in the pause (and some 10 in each action); a
+        # freeze late by a second on a loaded machine still stays below the bound
+        assert after - before < 150, (before, after)
     finally:
         env.close()
 

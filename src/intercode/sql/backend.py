@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from intercode.envs.snapshot import ExecState
 from intercode.errors import ConfigError, SnapshotUnsupported
 from intercode.sql.results import QueryResult
+
+MAX_GOLD_RESULTS = 512  # gold results a backend keeps (see GoldResults)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,30 @@ class SqlSession(ABC):
         raise SnapshotUnsupported(f"{type(self).__name__} sessions cannot fork")
 
 
+class GoldResults:
+    """Gold results by (database, statement), the :data:`MAX_GOLD_RESULTS` latest used:
+    a long run over many tasks with large results keeps no more than that."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[tuple[str, str], QueryResult] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, key: tuple[str, str]) -> QueryResult | None:
+        """The result kept for ``key`` (now the latest used), else None."""
+        found = self._kept.get(key)
+        if found is not None:
+            self._kept.move_to_end(key)
+        return found
+
+    def __setitem__(self, key: tuple[str, str], value: QueryResult) -> None:
+        self._kept[key] = value
+        self._kept.move_to_end(key)
+        while len(self._kept) > MAX_GOLD_RESULTS:
+            self._kept.popitem(last=False)
+
+
 class SqlBackend(ABC):
     """Where SQL runs."""
 
@@ -69,13 +96,13 @@ class SqlBackend(ABC):
     #: temporary space, memory, connections): the gold then runs at the reset, before the
     #: agent acts, not when the episode is scored
     gold_at_reset = False
-    _gold_results: dict[tuple[str, str], QueryResult] | None = None
+    _gold_results: GoldResults | None = None
 
-    def gold_results(self) -> dict[tuple[str, str], QueryResult]:
+    def gold_results(self) -> GoldResults:
         """The gold statements that succeeded, by (database, statement): they ran on a
-        pristine copy, so each runs once per backend."""
+        pristine copy, so each runs once per backend (the latest few hundred kept)."""
         if self._gold_results is None:
-            self._gold_results = {}
+            self._gold_results = GoldResults()
         return self._gold_results
 
     @abstractmethod

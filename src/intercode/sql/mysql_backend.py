@@ -65,6 +65,16 @@ def _require_innodb_tables(query: Any, host: str) -> None:
             "(scripts/mariadb-start does)")
 
 
+def _require_no_memory_tables(query: Any, host: str) -> None:
+    """MySQL's counterpart of :func:`_require_innodb_tables`: a ConfigError unless the
+    server has the MEMORY engine among its ``disabled_storage_engines``."""
+    disabled = str(query("SELECT @@GLOBAL.disabled_storage_engines")[0][0] or "")
+    if "memory" not in {name.strip().lower() for name in disabled.split(",")}:
+        raise ConfigError(
+            f"the server at {host} lets sessions make MEMORY tables (server memory without "
+            "a bound on their number): start it with disabled_storage_engines=MEMORY")
+
+
 class MysqlBackend(SqlBackend):
     """A server given by URL, with per-run databases."""
 
@@ -147,6 +157,8 @@ class MysqlBackend(SqlBackend):
                 "(scripts/mariadb-start does)")
         if flavour == "MariaDB":
             _require_innodb_tables(self.query, str(self.args["host"]))
+        else:
+            _require_no_memory_tables(self.query, str(self.args["host"]))
         self.run_id = claim_run(self.query)
         host = str(me).rpartition("@")[2]
         accounts = Accounts(self.query, self.run_id, host, flavour == "MariaDB")
