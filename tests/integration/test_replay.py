@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from intercode.agents.replay import load_trajectories
+from intercode.datasets.known_issues import known_issues
 from intercode.errors import ConfigError
 from intercode.runner.run import execute, run_config
 
@@ -86,16 +87,22 @@ def test_upstream_gpt35_fs4_fidelity(tmp_path, mirror):
 
 @pytest.mark.parametrize("backend", ["sqlite", "mysql"])
 def test_upstream_gpt35_sql_fidelity(tmp_path, mirror, request, backend):
-    """Measured: 96.3 % (SQLite) and 98.2 % (MariaDB) of 1034 episodes reach the recorded
-    best reward; the rest are explained in the notes (engine row order, ties, leaked state)."""
+    """Measured: 96.3 % (SQLite) and 98.2 % (MariaDB) of the episodes that can be scored
+    reach the recorded best reward; the rest are explained in the notes (engine row
+    order, ties, leaked state). On a server the 6 golds that are not valid MySQL
+    (known issues) end as errors: upstream scored any empty answer 1.0 there."""
     url = request.getfixturevalue("mysql_url") if backend == "mysql" else None
     path = mirror / "results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json"
     recorded = load_trajectories(path)
     summary, records = run_replay(tmp_path, "spider-dev", path, env="sql", sql_backend=backend,
                                   mysql_url=url)
-    assert summary["errors"] == 0 and summary["ok"] == 1034
-    same = sum(abs(records[t]["reward"] - r.max_reward) <= 0.011 for t, r in recorded.items())
-    assert same / 1034 >= (0.95 if backend == "sqlite" else 0.97)
+    broken = {t for t, issue in known_issues("spider-dev").items()
+              if issue.kind == "broken_gold"} if backend == "mysql" else set()
+    assert {t for t, rec in records.items() if rec["status"] == "error"} == broken
+    assert summary["ok"] == 1034 - len(broken)
+    scored = {t: r for t, r in recorded.items() if t not in broken}
+    same = sum(abs(records[t]["reward"] - r.max_reward) <= 0.011 for t, r in scored.items())
+    assert same / len(scored) >= (0.95 if backend == "sqlite" else 0.97)
 
 
 # Spider task 218 as GPT-4 played it in InterCode's run (upstream's

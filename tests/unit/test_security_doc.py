@@ -14,7 +14,7 @@ def test_every_test_the_threat_model_cites_exists():
     files = {m.group(1) for m in re.finditer(r"`(test_\w+\.py)`", doc)}
     defined: set[str] = set()
     for path in (ROOT / "tests").rglob("test_*.py"):
-        defined |= set(re.findall(r"^def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
+        defined |= set(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
     present = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
     assert len(cited) > 80
     assert sorted(cited - defined - files) == []
