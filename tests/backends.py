@@ -9,7 +9,10 @@ the one ``intercode image build`` makes): without them its tests skip, except un
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -60,3 +63,31 @@ def kill_sandbox(box: object) -> None:
     proc = box._proc  # type: ignore[attr-defined]
     proc.kill()
     proc.wait()
+
+
+def shell_envs() -> list[tuple[str, str]]:
+    """``(backend, shell)`` pairs for suites that run on a Bash and a Python environment
+    of each backend (one backend under ``INTERCODE_TEST_SANDBOX``, which already puts
+    every sandbox on the backend it names)."""
+    names = ["bwrap"] if os.environ.get("INTERCODE_TEST_SANDBOX") else backends()
+    return [(b, s) for b in names for s in ("bash", "python")]
+
+
+def shell_env_id(pair: tuple[str, str]) -> str:
+    return f"{pair[0]}-{pair[1]}"
+
+
+@contextmanager
+def shell_env(pair: tuple[str, str]) -> Iterator[Any]:
+    """A Bash (NL2Bash fs1) or Python (MBPP) environment on the backend, closed after."""
+    from intercode.envs.bash import BashEnv
+    from intercode.envs.python import PythonEnv
+
+    backend, shell = pair
+    need(backend)
+    env = (BashEnv("nl2bash-fs1", backend=backend) if shell == "bash"
+           else PythonEnv("mbpp", backend=backend))
+    try:
+        yield env
+    finally:
+        env.close()

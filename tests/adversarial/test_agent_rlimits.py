@@ -22,11 +22,9 @@ import resource
 from typing import Any
 
 import pytest
-from backends import backends, need
+from backends import backends, need, shell_env, shell_env_id, shell_envs
 
 from intercode.benchmarks import get
-from intercode.envs.bash import BashEnv
-from intercode.envs.python import PythonEnv
 from intercode.errors import SandboxSpentError
 from intercode.sandbox import create_sandbox
 from intercode.sandbox.filetree import FileTree
@@ -100,17 +98,10 @@ class Episode:
         return float(env.step("submit")[1])
 
 
-@pytest.fixture(scope="module", params=[(b, s) for b in BACKENDS for s in ("bash", "python")],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(scope="module", params=shell_envs(), ids=shell_env_id)
 def episode(request):
-    backend, shell = request.param
-    need(backend)
-    env = (BashEnv("nl2bash-fs1", backend=backend) if shell == "bash"
-           else PythonEnv("mbpp", backend=backend))
-    try:
-        yield Episode(env, shell)
-    finally:
-        env.close()
+    with shell_env(request.param) as env:
+        yield Episode(env, request.param[1])
 
 
 @pytest.mark.parametrize(("opt", "name", "flag", "value", "kib"), LIMITS, ids=IDS)

@@ -20,11 +20,12 @@ from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.agent import react
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.model import get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import bash
 from inspect_ai.util import sandbox
+from inspect_replies import submit, tool_call
 
 from intercode.inspect.sandbox import IntercodeSandboxConfig, IntercodeSandboxEnvironment
 
@@ -114,17 +115,6 @@ async def test_planted_fifos_and_links_neither_hang_nor_reach_pid_1(env: Any) ->
     assert (await env.exec(["cat", "/tmp/through-a-link.txt"])).stdout == "ok"
 
 
-def _tool_call(command: str) -> ModelOutput:
-    out = ModelOutput.for_tool_call("mockllm/model", "bash", {"command": command})
-    out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-    return out
-
-
-def _submit() -> ModelOutput:
-    out = ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "42"})
-    out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-    return out
-
 
 @scorer(metrics=[accuracy()])
 def answer_is_42() -> Any:
@@ -142,7 +132,7 @@ def answer_is_42() -> Any:
 @pytest.mark.parametrize("backend", backends())
 def test_an_inspect_scorer_is_not_fooled_by_a_swapped_bin(backend: str, tmp_path) -> None:
     need(backend)
-    replies = iter([_tool_call(SWAP_BIN), _submit()])
+    replies = iter([tool_call(SWAP_BIN), submit()])
     task = Task(dataset=[Sample(input="write 42 to answer.txt", target="42")],
                 sandbox=("intercode", IntercodeSandboxConfig(backend=backend)),
                 solver=react(tools=[bash(timeout=60)]), scorer=answer_is_42())

@@ -25,11 +25,12 @@ from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.agent import react
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.model import get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import bash
 from inspect_ai.util import sandbox
+from inspect_replies import submit, tool_call
 
 from intercode import safeio
 from intercode.errors import IntercodeError
@@ -70,17 +71,6 @@ async def test_nul_bytes_and_lone_surrogates_fail_the_call_not_the_sandbox(env: 
     assert (done.returncode, done.stdout) == (0, "alive\n")
 
 
-def _tool_call(command: str) -> ModelOutput:
-    out = ModelOutput.for_tool_call("mockllm/model", "bash", {"command": command})
-    out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-    return out
-
-
-def _submit() -> ModelOutput:
-    out = ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "42"})
-    out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-    return out
-
 
 @scorer(metrics=[accuracy()])
 def answer_is_42() -> Any:
@@ -95,8 +85,8 @@ def answer_is_42() -> Any:
 def test_a_tool_call_with_a_nul_byte_is_a_tool_error_not_a_failed_sample(
         backend: str, tmp_path: Any) -> None:
     need(backend)
-    replies = iter([_tool_call("echo 42 > answer.txt\0"), _tool_call("echo 42 > answer.txt"),
-                    _submit()])
+    replies = iter([tool_call("echo 42 > answer.txt\0"), tool_call("echo 42 > answer.txt"),
+                    submit()])
     task = Task(dataset=[Sample(input="write 42 to answer.txt", target="42")],
                 sandbox=("intercode", IntercodeSandboxConfig(backend=backend)),
                 solver=react(tools=[bash(timeout=60)]), scorer=answer_is_42())

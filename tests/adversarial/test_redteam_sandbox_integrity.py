@@ -16,17 +16,12 @@ filter refuses a new scheduling for any process other than the caller (``setprio
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
-from backends import backends, need
-
-from intercode.envs.bash import BashEnv
-from intercode.envs.python import PythonEnv
+from backends import shell_env, shell_env_id, shell_envs
 
 TASK = 0
-BACKENDS = ["bwrap"] if os.environ.get("INTERCODE_TEST_SANDBOX") else backends()
 
 # the scheduling of pid 1 and of the process reading it (the agent's shell or a child of
 # the interpreter): policy and priority, nice value, CPUs, I/O class
@@ -68,17 +63,10 @@ class Episode:
         return str(self.env.step(action)[0])
 
 
-@pytest.fixture(scope="module", params=[(b, s) for b in BACKENDS for s in ("bash", "python")],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(scope="module", params=shell_envs(), ids=shell_env_id)
 def episode(request):
-    backend, shell = request.param
-    need(backend)
-    env = (BashEnv("nl2bash-fs1", backend=backend) if shell == "bash"
-           else PythonEnv("mbpp", backend=backend))
-    try:
-        yield Episode(env, shell)
-    finally:
-        env.close()
+    with shell_env(request.param) as env:
+        yield Episode(env, request.param[1])
 
 
 def test_scheduling_lowered_for_other_processes_does_not_reach_the_next_episode(episode):
