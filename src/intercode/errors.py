@@ -37,6 +37,11 @@ class RewardError(IntercodeError, RuntimeError):
     """A reward could not be computed (never reported as a reward of 0)."""
 
 
+class GoldError(RewardError):
+    """The task's gold solution itself fails (a statement its engine refuses), on an
+    environment that is sound: the task cannot be scored, and the next one can."""
+
+
 class EnvStateError(IntercodeError, RuntimeError):
     """The environment was used out of order (step before reset, step after the end)."""
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from intercode.envs.sql import SqlEnv
 from intercode.errors import RewardError
 from intercode.sql.backend import SqlLimits
+
+EXAMPLE_SQL = Path(__file__).resolve().parents[2] / "examples" / "datasets" / "sql"
 
 
 @pytest.fixture(params=["sqlite", "mysql"], scope="module")
@@ -95,5 +98,47 @@ def test_the_time_limit_applies_to_agent_statements():
             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c")
         assert info["timed_out"] and "interrupted" in obs and not terminated
         assert e.step("SELECT 1")[0] == "[(1,)]"
+    finally:
+        e.close()
+
+
+
+def test_a_gold_that_fails_on_its_own_keeps_the_environment(tmp_path):
+    """A gold the engine refuses is an error of its episode (never a reward), but the
+    environment is sound: the runner keeps it for the next task instead of building a
+    new one (a server backend loads every database again then, a second or more)."""
+    import json
+    import shutil
+
+    from intercode.agents.base import Action, Policy
+    from intercode.errors import GoldError
+    from intercode.runner.episode import needs_new_env, run_episode
+
+    shutil.copy(EXAMPLE_SQL / "shop.sql", tmp_path / "shop.sql")
+    rows = [{"query": "q", "gold": "SELECT no_such_column FROM customer",
+             "database": "shop.sql"},
+            {"query": "q", "gold": "SELECT name FROM customer", "database": "shop.sql"}]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    class Submits(Policy):
+        name = "submits"
+
+        def reset(self, task) -> None:
+            self.done = False
+
+        def act(self, observation: str, reward: float | None = None) -> Action | None:
+            if self.done:
+                return None
+            self.done = True
+            return Action("SELECT 1")
+
+    e = SqlEnv(str(tmp_path / "tasks.jsonl"))
+    try:
+        broken = run_episode(e, 0, Submits())
+        assert broken.status == "error" and broken.reward is None
+        assert broken.error.startswith(f"{GoldError.__name__}:"), broken.error
+        assert not needs_new_env(broken)
+        fine = run_episode(e, 1, Submits())
+        assert fine.status == "ok" and fine.reward is not None
     finally:
         e.close()

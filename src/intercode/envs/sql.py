@@ -21,6 +21,7 @@ from intercode.envs.snapshot import ExecState
 from intercode.errors import (
     ConfigError,
     DatasetError,
+    GoldError,
     IntercodeError,
     RewardError,
     SnapshotError,
@@ -31,6 +32,9 @@ from intercode.sandbox import Sandbox, require_backend
 from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
 from intercode.sql.results import MAX_RESULT_CHARS, QueryResult
 from intercode.sql.store import SqlStore
+
+# how a gold that failed because its session did (the server's fault) starts its error
+GOLD_SESSION_FAILED = "the gold's session failed"
 
 
 def dataset_store(dataset: Dataset) -> SqlStore | None:
@@ -229,7 +233,7 @@ class SqlEnv(IntercodeEnv):
             session.reset(task.db)
             result = session.execute(sql)
         except IntercodeError as exc:
-            return QueryResult(error=f"the gold's session failed: {exc}")
+            return QueryResult(error=f"{GOLD_SESSION_FAILED}: {exc}")
         if result.ok:
             self.backend.gold_results()[key] = result
         return result
@@ -368,5 +372,8 @@ def _finished(result: QueryResult, what: str) -> QueryResult:
                           "the episode cannot be scored")
     if not result.ok:
         error = " ".join((result.error or "no result").split())[:300]
-        raise RewardError(f"{what} failed ({error}); the episode cannot be scored")
+        message = f"{what} failed ({error}); the episode cannot be scored"
+        if error.startswith(GOLD_SESSION_FAILED):  # the server's fault, not the task's
+            raise RewardError(message)
+        raise GoldError(message)
     return result

@@ -15,6 +15,7 @@ from intercode.envs.info import ActionInfo
 from intercode.errors import (
     AgentFault,
     FatalRunError,
+    GoldError,
     IntercodeError,
     ModelRejected,
     SandboxError,
@@ -112,7 +113,10 @@ def run_task(env: IntercodeEnv | None, make_env: Callable[[], IntercodeEnv], ind
 
 def needs_new_env(record: EpisodeRecord) -> bool:
     """Whether the next episode should start in a fresh environment: after an error
-    or an agent fault, the old one may be in any state."""
+    or an agent fault, the old one may be in any state (not after a gold that fails on
+    its own: the environment is sound, see :class:`~intercode.errors.GoldError`)."""
+    if record.status == "error" and (record.error or "").startswith(f"{GoldError.__name__}:"):
+        return False
     return record.status == "error" or record.agent_fault is not None
 
 
