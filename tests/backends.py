@@ -65,11 +65,17 @@ def kill_sandbox(box: object) -> None:
     proc.wait()
 
 
+def chosen_backend() -> str | None:
+    """The backend ``--sandbox-backend`` (or its fallback ``INTERCODE_TEST_SANDBOX``) puts
+    every sandbox on, if one was chosen (tests/conftest.py publishes it there)."""
+    return os.environ.get("INTERCODE_TEST_SANDBOX") or None
+
+
 def shell_envs() -> list[tuple[str, str]]:
     """``(backend, shell)`` pairs for suites that run on a Bash and a Python environment
-    of each backend (one backend under ``INTERCODE_TEST_SANDBOX``, which already puts
-    every sandbox on the backend it names)."""
-    names = ["bwrap"] if os.environ.get("INTERCODE_TEST_SANDBOX") else backends()
+    of each backend (one backend under ``--sandbox-backend``, which already puts every
+    sandbox on the backend it names)."""
+    names = ["bwrap"] if chosen_backend() else backends()
     return [(b, s) for b in names for s in ("bash", "python")]
 
 

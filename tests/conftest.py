@@ -9,40 +9,123 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+CHOSEN_BACKEND_ENV = "INTERCODE_TEST_SANDBOX"  # the fallback of --sandbox-backend
 DEFAULT_MIRROR = ROOT.parent / "shared" / "datasets" / "intercode"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Use the shared data mirror unless the environment names another one.
+SANDBOX_BACKENDS = ("bwrap", "docker")
 
-    ``INTERCODE_TEST_SANDBOX=docker`` runs every sandbox the tests make on the docker
-    backend instead of bubblewrap (CI runs the adversarial suite a second time so)."""
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--sandbox-backend", choices=SANDBOX_BACKENDS, default=None,
+        help="the backend of every sandbox the tests make (default bwrap; the environment "
+             "variable INTERCODE_TEST_SANDBOX is the fallback when this is not given)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Use the shared data mirror unless the environment names another one; put every
+    sandbox the tests make on the backend ``--sandbox-backend`` names (CI runs the
+    sandbox-level adversarial suite a second time on docker so)."""
     if "INTERCODE_DATA_MIRROR" not in os.environ and DEFAULT_MIRROR.is_dir():
         os.environ["INTERCODE_DATA_MIRROR"] = str(DEFAULT_MIRROR)
-    if os.environ.get("INTERCODE_TEST_SANDBOX", "bwrap") != "bwrap":
+    chosen = config.getoption("sandbox_backend") or os.environ.get(CHOSEN_BACKEND_ENV)
+    if chosen is None:
+        return
+    if chosen not in SANDBOX_BACKENDS:
+        raise pytest.UsageError(f"{CHOSEN_BACKEND_ENV}={chosen!r}: expected one of "
+                                f"{', '.join(SANDBOX_BACKENDS)}")
+    # the helpers that parametrise suites by backend (tests/backends.py) read it from here
+    os.environ[CHOSEN_BACKEND_ENV] = chosen
+    if chosen != "bwrap":
         import intercode.sandbox as sandboxes
 
-        chosen = os.environ["INTERCODE_TEST_SANDBOX"]
         real = sandboxes._backend_class
         sandboxes._backend_class = lambda name: real(chosen if name == "bwrap" else name)
+
+
+# -- markers, from what a test uses (`-m "not docker"`, scripts/test --quick) ------------
+# sandbox: it may start a sandbox (bubblewrap, or the --sandbox-backend): every test
+#   outside tests/unit (most do, often deep inside: SQLite runs in one too), and in
+#   tests/unit those using a sandbox fixture or in UNIT_SANDBOX_MODULES (found by running
+#   tests/unit with INTERCODE_BWRAP=/nonexistent: add a module there when it starts one)
+# docker: a parameter is "docker", or outside tests/unit its module or name says docker
+# mysql: it uses the mysql_url fixture, or a parameter is "mysql"
+# browser: it uses the browser fixture; ray: it is in tests/ray; network: it reaches the
+#   package index (NETWORK_MODULES); lint: tests/unit/test_lint.py; slow: marked by hand
+MARKERS = ("sandbox", "docker", "mysql", "browser", "ray", "network", "lint")
+SANDBOX_FIXTURES = frozenset({"sandbox", "sandbox_factory"})
+UNIT_SANDBOX_MODULES = frozenset({
+    "unit/test_lazy_imports.py", "unit/test_serve_sessions.py", "unit/test_testing.py",
+})
+NETWORK_MODULES = frozenset({"integration/test_clean_install.py"})
+
+
+def _params(item: pytest.Item) -> set[object]:
+    callspec = getattr(item, "callspec", None)
+    values: set[object] = set()
+    for value in callspec.params.values() if callspec is not None else ():
+        parts = value if isinstance(value, tuple | list) else (value,)
+        values |= {part for part in parts if isinstance(part, str)}
+    return values
+
+
+def markers_for(item: pytest.Item) -> set[str]:
+    """The markers (of :data:`MARKERS`) a test gets from what it uses."""
+    path = Path(item.path).resolve()
+    module = path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else path.name
+    folder = module.split("/", 1)[0]
+    fixtures = set(getattr(item, "fixturenames", ()))
+    params = _params(item)
+    name = getattr(item, "originalname", item.name)
+    found = set()
+    if folder != "unit" or fixtures & SANDBOX_FIXTURES or module in UNIT_SANDBOX_MODULES:
+        found.add("sandbox")
+    if "docker" in params or (folder != "unit" and ("docker" in Path(module).stem
+                                                    or "docker" in name)):
+        found.add("docker")
+    if "mysql_url" in fixtures or "mysql" in params:
+        found.add("mysql")
+    if "browser" in fixtures:
+        found.add("browser")
+    if folder == "ray":
+        found.add("ray")
+    if module in NETWORK_MODULES:
+        found.add("network")
+    if module == "unit/test_lint.py":
+        found.add("lint")
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test by what it uses (before ``-m`` deselects by markers)."""
+    for item in items:
+        for marker in sorted(markers_for(item) - {m.name for m in item.iter_markers()}):
+            item.add_marker(marker)
 
 
 MYPY_TEST = "tests/unit/test_lint.py::test_mypy_is_clean"
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
     """With other tests to run, start the mypy check (the slowest test: about 50 s of one
     core, from a clean checkout) in the background now, so that it runs alongside them;
     ``test_mypy_is_clean`` then waits for its result."""
-    if len(items) > 1 and any(item.nodeid == MYPY_TEST for item in items):
+    items = session.items
+    if (len(items) > 1 and not session.config.option.collectonly
+            and any(item.nodeid == MYPY_TEST for item in items)):
         import subprocess
-        import sys
         import tempfile
 
+        from checks import check_command
+
         out = tempfile.TemporaryFile()  # noqa: SIM115 (read by test_mypy_is_clean)
-        proc = subprocess.Popen([sys.executable, "-m", "mypy"], cwd=ROOT, stdout=out,
+        proc = subprocess.Popen(check_command("mypy"), cwd=ROOT, stdout=out,
                                 stderr=subprocess.STDOUT)
-        config._intercode_mypy = (proc, out)  # type: ignore[attr-defined]
+        session.config._intercode_mypy = (proc, out)  # type: ignore[attr-defined]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

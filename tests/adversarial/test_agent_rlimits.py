@@ -22,7 +22,7 @@ import resource
 from typing import Any
 
 import pytest
-from backends import backends, need, shell_env, shell_env_id, shell_envs
+from backends import backends, chosen_backend, need, shell_env, shell_env_id, shell_envs
 
 from intercode.benchmarks import get
 from intercode.errors import SandboxSpentError
@@ -53,8 +53,8 @@ IDS = [row[0] for row in LIMITS]
 RES = {row[1]: number for number, row in enumerate(LIMITS)}  # Linux's numbers (no RLIMIT_LOCKS
 # in Python's module)
 TASK = 0
-# every backend; under INTERCODE_TEST_SANDBOX (scripts/test's second pass) the one it names
-BACKENDS = ["bwrap"] if os.environ.get("INTERCODE_TEST_SANDBOX") else backends()
+# every backend; under --sandbox-backend (scripts/test's second pass) the one it names
+BACKENDS = ["bwrap"] if chosen_backend() else backends()
 
 BASH_LIMITS = "cat /proc/1/limits /proc/$$/limits"
 PY_LIMITS = "print(open('/proc/1/limits').read() + open('/proc/self/limits').read())"

@@ -1,19 +1,15 @@
-"""The code stays ruff-clean and mypy-clean (both are test dependencies)."""
+"""The code stays ruff-clean and mypy-clean (both are test dependencies): the full suite
+runs ``scripts/check``, the developer's command for the same checks."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from checks import ROOT, check_command
 
 
 def test_ruff_is_clean():
-    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    proc = subprocess.run([ruff, "check", "src", "tests", "benchmarks"], cwd=ROOT,
-                          capture_output=True, text=True)
+    proc = subprocess.run(check_command("ruff"), cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -22,7 +18,7 @@ def test_mypy_is_clean(request):
     # started with the session when other tests run too (tests/conftest.py)
     started = getattr(request.config, "_intercode_mypy", None)
     if started is None:
-        proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True,
+        proc = subprocess.run(check_command("mypy"), cwd=ROOT, capture_output=True,
                               text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return
