@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import pytest
 from backends import backends, need
 from inspect_ai import Task
@@ -25,9 +24,9 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import bash
 from inspect_ai.util import sandbox
-from inspect_replies import submit, tool_call
+from inspect_helpers import provider_sandbox, submit, tool_call
 
-from intercode.inspect.sandbox import IntercodeSandboxConfig, IntercodeSandboxEnvironment
+from intercode.inspect.sandbox import IntercodeSandboxConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -59,11 +58,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(params=backends())
 def env(request: pytest.FixtureRequest) -> Any:
-    need(request.param)
-    config = IntercodeSandboxConfig(backend=request.param)
-    envs = anyio.run(IntercodeSandboxEnvironment.sample_init, "forgery", config, {})
-    yield envs["default"]
-    anyio.run(IntercodeSandboxEnvironment.sample_cleanup, "forgery", None, envs, False)
+    with provider_sandbox(request.param, "forgery") as box:
+        yield box
 
 
 async def test_a_swapped_bin_link_forges_no_exec_read_or_write(env: Any) -> None:

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from backends import backends, need
 from inspect_ai import Task
@@ -30,11 +29,11 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import bash
 from inspect_ai.util import sandbox
-from inspect_replies import submit, tool_call
+from inspect_helpers import provider_sandbox, submit, tool_call
 
 from intercode import safeio
 from intercode.errors import IntercodeError
-from intercode.inspect.sandbox import IntercodeSandboxConfig, IntercodeSandboxEnvironment
+from intercode.inspect.sandbox import IntercodeSandboxConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -46,11 +45,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(params=backends())
 def env(request: pytest.FixtureRequest) -> Any:
-    need(request.param)
-    config = IntercodeSandboxConfig(backend=request.param)
-    envs = anyio.run(IntercodeSandboxEnvironment.sample_init, "hostile", config, {})
-    yield envs["default"]
-    anyio.run(IntercodeSandboxEnvironment.sample_cleanup, "hostile", None, envs, False)
+    with provider_sandbox(request.param, "hostile") as box:
+        yield box
 
 
 async def test_nul_bytes_and_lone_surrogates_fail_the_call_not_the_sandbox(env: Any) -> None:
