@@ -29,7 +29,7 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import bash
 from inspect_ai.util import sandbox
-from inspect_helpers import provider_sandbox, submit, tool_call
+from provider_sandbox import provider_sandbox, submit, tool_call
 
 from intercode import safeio
 from intercode.errors import IntercodeError
