@@ -1,4 +1,4 @@
-"""The Bash gold's results, kept on disk across runs (issue 18 item 9).
+"""The Bash gold's results, kept on disk across runs.
 
 What the gold command leaves (its output, its changes to the file system, the fingerprints
 of the files it added) is a function of the task and of the pristine sandbox it runs in.
