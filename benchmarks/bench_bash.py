@@ -28,8 +28,8 @@ Measures, as medians over many runs:
              a unix socket to pid 1 instead, see docs/docker.md) and over the pipes of a
              `docker run -i` CLI process (one hop more)
 The docker sandbox's path is $INTERCODE_DOCKER_STREAM's (auto, socket or attach).
-Targets (issue 2): step < 0.2 ms, reset < 3 ms, reward < 5 ms, >= 100 episodes/s.
-Targets (issue 16, docker): step <= 0.5 ms, reset <= 10 ms, start <= 1.5 s.
+Targets: step < 0.2 ms, reset < 3 ms, reward < 5 ms, >= 100 episodes/s.
+Targets (docker): step <= 0.5 ms, reset <= 10 ms, start <= 1.5 s.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Run by hand:  python benchmarks/bench_python.py [--runs N] [--json out.json]
   jupyter     ``1+1`` as a Jupyter kernel execute round trip (execute_reply + idle)
   reset       a fresh interpreter (sandbox reset) vs a Jupyter kernel restart
   replay      gold of all 974 MBPP tasks with 2 workers
-Targets (issue 4): step < 0.2 ms and >= 10x faster than Jupyter; reset < 2 ms and
+Targets: step < 0.2 ms and >= 10x faster than Jupyter; reset < 2 ms and
 >= 200x faster than a kernel restart; replay < 10 s.
 """
 

@@ -1,4 +1,4 @@
-"""No sandbox leaks when clients are killed at random (issue 17: 1,000 episodes, no leak).
+"""No sandbox leaks when clients are killed at random (1,000 episodes, no leak).
 
 Run by hand (not a test), on loopback:
     python benchmarks/bench_serve_kills.py [--episodes 1000] [--protocol openenv|mcp|both]

@@ -17,7 +17,7 @@ Measures (bash, bash-demo; the server is `intercode serve openenv` in a subproce
   sessions   --sessions clients holding a session each (reset + one step): how many the
              server held, its RSS per live session (the server process; the sandboxes'
              processes are counted apart), and that one more is told busy
-Goal (issue 17): overhead <= 1 ms p50 on loopback.
+Goal: overhead <= 1 ms p50 on loopback.
 """
 
 from __future__ import annotations

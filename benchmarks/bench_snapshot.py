@@ -35,7 +35,7 @@ rows in a table and a temporary table):
   the least of 5 samples, so that a process being forked at that moment (the spare
   interpreter or engine) is not counted as growth.
 
-Goals (issue 15): Bash ≤ 5 ms, Python ≤ 5 ms, SQLite ≤ 1 ms, fork ≤ 20 ms.
+Goals: Bash ≤ 5 ms, Python ≤ 5 ms, SQLite ≤ 1 ms, fork ≤ 20 ms.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Run by hand:  python benchmarks/bench_sql.py [--mysql-url URL] [--runs N] [--jso
   reset_step  env.reset then a first step (the engine makes the copy after replying
               to the reset, so part of its cost can move to the first step)
   replay      gold replay of all 1034 Spider dev tasks with 2 workers
-Targets (issue 3): step overhead < 0.1 ms (SQLite), reset < 0.5 ms, replay < 3 s;
+Targets: step overhead < 0.1 ms (SQLite), reset < 0.5 ms, replay < 3 s;
 server: step < 0.3 ms, replay reported.
 """
 

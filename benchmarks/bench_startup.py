@@ -5,7 +5,7 @@ Run by hand (not a test):  python benchmarks/bench_startup.py [--runs N] [--json
 Each sample is a fresh ``python -m intercode ... --help`` process (what a user pays each
 time), timed from spawn to exit; the figure is the median of N runs after 2 untimed warm-up
 runs (the page cache), as wall time and as CPU time (steadier on a busy machine). The floor,
-``python -c pass``, is measured alongside. Goal (issue 18 item 10): ``intercode --help``
+``python -c pass``, is measured alongside. Goal: ``intercode --help``
 <= 0.15 s. ``--importtime`` prints the ten slowest imports of
 ``intercode --help`` (``python -X importtime``, cumulative).
 """

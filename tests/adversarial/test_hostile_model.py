@@ -42,7 +42,7 @@ def test_thousands_of_tool_calls_in_one_reply_stay_within_the_turn_limit(stream)
     calls = tuple(call("execute", {"code": f"echo {i}"}, f"c{i}") for i in range(5000))
     # one retry: in two of three CI runs (never here, in 40 runs with load), the first
     # call of the non-streamed case failed as "APIConnectionError: Connection error."
-    # (the client now names the cause; see the stop 26 note)
+    # (the client now names the cause)
     record, sent = episode([Reply(tool_calls=calls)], turns=10, stream=stream, retries=1)
     assert record.status == "ok", record.error
     assert len(record.turns) == 10

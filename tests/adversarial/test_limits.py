@@ -1,4 +1,4 @@
-"""Attacks on the sandbox's limits and on its shell protocol (issue 9, findings 5, 6, 7, 10).
+"""Attacks on the sandbox's limits and on its shell protocol.
 
 Each test checks the outcome: the resource stays bounded, the episode goes on (the
 next action works) and the host sees no infrastructure error.
@@ -43,7 +43,7 @@ def py(code: str) -> str:
     return "python3 - <<'EOF'\n" + code.strip() + "\nEOF"
 
 
-# -- memory outside every process (finding 6) ------------------------------------------
+# -- memory outside every process --
 
 
 def test_memfd_is_refused(box):
@@ -97,7 +97,7 @@ def test_dev_shm_and_tmp_stay_bounded(box):
     alive(box)
 
 
-# -- inodes (finding 6) ----------------------------------------------------------------
+# -- inodes --
 
 
 def count_files(sb: BwrapSandbox) -> int:
@@ -171,7 +171,7 @@ print("created them all")
     assert box.run("stat -c %a /; ls -A /dev/shm | wc -l").output == "755\n0\n"
 
 
-# -- CPU between actions (finding 7) ---------------------------------------------------
+# -- CPU between actions --
 
 
 def test_background_loop_gets_no_cpu_between_actions(box):
@@ -275,7 +275,7 @@ def test_frozen_sandbox_still_answers_diff_hashes_capture_and_exec(box):
     alive(box)
 
 
-# -- protocol descriptors (finding 7) --------------------------------------------------
+# -- protocol descriptors --
 
 
 def test_no_protocol_descriptor_is_inherited(box):
@@ -305,7 +305,7 @@ print("opened", opened)
 
 
 def test_a_later_action_cannot_be_ended_in_advance(box):
-    # the attack of issue 9: guess the next sequence number and forge its status
+    # the attack: guess the next sequence number and forge its status
     box.run("n=$__ic_seq; (sleep 0.3; for fd in 10 11 12 62; do for d in 1 2 3; do "
             "printf '%s 0 /forged\\0' \"$((n + d))\" >&$fd; done; done) 2>/dev/null &")
     result = box.run("sleep 1; echo real")
@@ -313,7 +313,7 @@ def test_a_later_action_cannot_be_ended_in_advance(box):
     assert result.cwd != "/forged" and result.exit_code == 0
 
 
-# -- closed standard descriptors (finding 10) ------------------------------------------
+# -- closed standard descriptors --
 
 
 @pytest.mark.parametrize("breaker", ["exec 1>&-", "exec 2>&- 1>/dev/null", "exec 1>&- 2>&-"])
@@ -323,7 +323,7 @@ def test_closed_output_is_restored(box, breaker):
     assert result.output == "out\nerr\n", result
 
 
-# -- a large process killed at the timeout (finding 5) ---------------------------------
+# -- a large process killed at the timeout --
 
 
 def test_large_process_killed_at_timeout_is_the_agents_outcome():

@@ -1,4 +1,4 @@
-"""Attacks on the MySQL-compatible server backend (issue 9: #1, #8, #9 and low items).
+"""Attacks on the MySQL-compatible server backend.
 
 Each runs as the agent would: statements through an agent session (or an env step),
 then asserts the outcome: nothing outside the session's own copies is reachable, a

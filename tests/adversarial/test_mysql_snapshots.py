@@ -1,4 +1,4 @@
-"""Attacks on snapshots of the MySQL backend (issue 15).
+"""Attacks on snapshots of the MySQL backend.
 
 A snapshot's databases are the run's (made by the admin account); no session account
 is granted anything on them. Each test acts as the agent would (statements through

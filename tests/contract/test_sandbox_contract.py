@@ -358,7 +358,7 @@ def test_shell_death_is_survived(fresh, action):
 def test_tampering_with_descriptors_or_stopping_the_shell(fresh, action):
     fresh.run(action)
     r = fresh.run("echo still here")
-    # each action starts with its output and error on the observation (issue 9, #10)
+    # each action starts with its output and error on the observation
     assert r.exit_code == 0 and "still here" in r.output
 
 

@@ -1,4 +1,4 @@
-"""The Bash gold cache (issue 18 item 9): same rewards with and without it; a damaged,
+"""The Bash gold cache: same rewards with and without it; a damaged,
 foreign or unsafe entry is ignored and recomputed; tasks that are not a function of
 their pristine tree are never stored; the opt-outs store nothing; no sandbox sees it."""
 

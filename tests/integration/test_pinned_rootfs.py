@@ -1,4 +1,4 @@
-"""The pinned root file system is the sandbox's default root (issue 18 item 5): built by
+"""The pinned root file system is the sandbox's default root: built by
 the real mmdebstrap (once per machine; scripts/test builds it before the suite), mounted
 instead of the host's /usr and /etc, recorded in config.json and keyed into the gold
 cache; a bad package name is one line."""

@@ -1,4 +1,4 @@
-"""The command line and ``import intercode`` load only what they use (issue 18 item 10).
+"""The command line and ``import intercode`` load only what they use.
 
 Structural, not timed: each check runs in a fresh interpreter and reads ``sys.modules``.
 The public API stays whole (each name imported on first use) and ``import intercode``
