@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from intercode.serve.mcp_http import HttpGuard, build_app
-from intercode.serve.mcp_server import McpService
-from intercode.serve.sessions import ServeConfig
+from intercode.integrations.serve.mcp_http import HttpGuard, build_app
+from intercode.integrations.serve.mcp_server import McpService
+from intercode.integrations.serve.sessions import ServeConfig
 
 KNOWN_SDK = version("mcp").startswith("2.3.")  # where the fast path must be on
 known_sdk = pytest.mark.skipif(not KNOWN_SDK, reason="the fast path is checked on the SDK "

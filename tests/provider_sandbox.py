@@ -12,7 +12,10 @@ import anyio
 from backends import need
 from inspect_ai.model import ModelOutput, ModelUsage
 
-from intercode.inspect.sandbox import IntercodeSandboxConfig, IntercodeSandboxEnvironment
+from intercode.integrations.inspectai.sandbox import (
+    IntercodeSandboxConfig,
+    IntercodeSandboxEnvironment,
+)
 
 
 @contextmanager

@@ -395,7 +395,7 @@ def _add_serve(sub: Any) -> None:
                     help="http: " + ALLOWED_HOST_HELP)
     oe = protocols.add_parser(
         "openenv", help="the OpenEnv protocol (HTTP and WebSocket; TRL's environments); "
-                        "client: intercode.serve.openenv.IntercodeEnv")
+                        "client: intercode.integrations.serve.openenv.IntercodeEnv")
     _add_common(oe, env_option=True)
     _add_serving(oe)
 
@@ -547,10 +547,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """An intercode run as an Inspect log."""
-    from intercode.inspect import require
+    from intercode.integrations.inspectai import require
 
     require("intercode export inspect")
-    from intercode.inspect.export import export_run
+    from intercode.integrations.inspectai.export import export_run
 
     path = export_run(args.run, args.output)
     print(f"wrote {path}")
@@ -559,17 +559,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_serve_openenv(args: argparse.Namespace) -> int:
     """``intercode serve openenv``: until interrupted."""
-    from intercode.serve.sessions import ServeConfig
+    from intercode.integrations.serve.sessions import ServeConfig
 
     try:
-        from intercode.serve.openenv_server import serve_openenv
+        from intercode.integrations.serve.openenv_server import serve_openenv
     except ModuleNotFoundError as exc:  # openenv-core (the `serve` extra) is missing
         raise ConfigError(str(exc)) from None
     token = _token(args)
     config = ServeConfig(env=args.env, dataset=_dataset(args), settings=_settings(args),
                          max_sessions=args.max_sessions, warm=args.warm,
                          idle_timeout=args.idle_timeout)
-    from intercode.serve.hosts import require_token_off_loopback
+    from intercode.integrations.serve.hosts import require_token_off_loopback
 
     require_token_off_loopback(args.host, token)
     serve_openenv(config, host=args.host, port=args.port, token=token,
@@ -651,13 +651,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_serve_mcp(args: argparse.Namespace) -> int:
     """``intercode serve mcp``."""
     try:
-        from intercode.serve.mcp_server import serve
+        from intercode.integrations.serve.mcp_server import serve
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "uvicorn", "starlette"):
             raise
         raise ConfigError("intercode serve mcp needs the mcp package: "
                           "pip install 'intercode[serve]'") from None
-    from intercode.serve.sessions import ServeConfig
+    from intercode.integrations.serve.sessions import ServeConfig
 
     http = args.transport == "http"
     if not http:

@@ -26,7 +26,7 @@ from inspect_ai.tool import bash
 from inspect_ai.util import sandbox
 from provider_sandbox import provider_sandbox, submit, tool_call
 
-from intercode.inspect.sandbox import IntercodeSandboxConfig
+from intercode.integrations.inspectai.sandbox import IntercodeSandboxConfig
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,5 @@
 """Attacks on the ``tools/call`` fast path of ``intercode serve mcp`` over HTTP
-(:mod:`intercode.serve.mcp_fast`): requests for which it must do what the SDK's own
+(:mod:`intercode.integrations.serve.mcp_fast`): requests for which it must do what the SDK's own
 path does, and no more.
 
 The server's guarded ASGI app is driven in this process, as in
@@ -19,7 +19,7 @@ pytest.importorskip("mcp")
 
 from mcp_asgi import Headers, Peer, bash_service, call_body, initialize_body, known_sdk, running
 
-from intercode.serve.mcp_server import NEEDS_SESSION
+from intercode.integrations.serve.mcp_server import NEEDS_SESSION
 
 service = pytest.fixture(name="service")(bash_service)
 

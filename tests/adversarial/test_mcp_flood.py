@@ -110,8 +110,8 @@ def test_cancelling_a_running_call_does_not_let_the_next_one_take_a_thread():
     A running environment call cannot be stopped, so the session's turn passes on only
     when its thread is done with it: cancelling call after call cannot pile them up in
     blocked worker threads either."""
-    from intercode.serve.mcp_server import McpService
-    from intercode.serve.sessions import ServeConfig
+    from intercode.integrations.serve.mcp_server import McpService
+    from intercode.integrations.serve.sessions import ServeConfig
 
     service = McpService(ServeConfig(env="bash", dataset="bash-demo", max_sessions=1), "http")
 

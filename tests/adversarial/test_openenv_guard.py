@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from intercode.serve.hosts import HostPolicy
+from intercode.integrations.serve.hosts import HostPolicy
 
 START_DEADLINE = 90.0
 FOREIGN_HOSTS = ["rebind.attacker.example:{port}", "rebind.attacker.example",
@@ -68,8 +68,8 @@ def port() -> Iterator[int]:
 def routes() -> list[tuple[str, str]]:
     """(method, path) of every route of the served app (``WS`` for a WebSocket), and a
     path it does not serve: a route openenv-core adds is tested with the others."""
-    from intercode.serve.openenv_server import build_app
-    from intercode.serve.sessions import ServeConfig, SessionPool
+    from intercode.integrations.serve.openenv_server import build_app
+    from intercode.integrations.serve.sessions import ServeConfig, SessionPool
 
     app = build_app(SessionPool(ServeConfig(env="bash", dataset="bash-demo"))).app
     found: list[tuple[str, str]] = []
@@ -164,7 +164,7 @@ def test_a_foreign_origin_is_refused_on_every_route(port, method, path):
 def test_foreign_pages_cannot_hold_the_session_slots(port):
     """Handshakes from a page (held open) take none of the ``--max-sessions`` (2) slots:
     a program still gets a session and runs an episode."""
-    from intercode.serve.openenv import IntercodeEnv
+    from intercode.integrations.serve.openenv import IntercodeEnv
 
     held = []
     try:
@@ -221,7 +221,7 @@ def test_programs_and_the_servers_own_pages_are_served(port):
 def test_the_projects_client_says_why_it_was_refused():
     """A server that does not answer the client's Host (421) or Origin (403): the client
     says so with the server's reason, not a bare status."""
-    from intercode.serve.openenv import IntercodeEnv
+    from intercode.integrations.serve.openenv import IntercodeEnv
 
     detail = HostPolicy("127.0.0.1").refusal(["gpu.lan:8000"], [], 8000)
     assert detail is not None and "\n" not in detail.message
@@ -330,7 +330,7 @@ def test_a_non_loopback_address_without_a_token_is_refused(host, capsys, monkeyp
     """Bound to a wildcard or another address, any Host goes and the Origin is checked
     only against the request's own Host, so a page whose name a DNS rebinding points at
     the machine passes: such an address needs a token, as for serve mcp."""
-    import intercode.serve.openenv_server as server
+    import intercode.integrations.serve.openenv_server as server
     from intercode.cli import main
 
     started = []

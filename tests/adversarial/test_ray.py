@@ -22,7 +22,7 @@ def test_a_sandbox_network_is_refused_on_ray(flag, capsys, tmp_path):
 
 @pytest.mark.parametrize("network", [True, "host"])
 def test_an_env_pool_refuses_a_sandbox_network(network):
-    from intercode.ray import EnvPool
+    from intercode.integrations.raycluster import EnvPool
 
     with pytest.raises(ConfigError, match="refused on Ray"):
         EnvPool("ctf", "intercode-ctf", size=1, settings=EnvSettings(network=network))

@@ -33,7 +33,7 @@ from provider_sandbox import provider_sandbox, submit, tool_call
 
 from intercode import safeio
 from intercode.errors import IntercodeError
-from intercode.inspect.sandbox import IntercodeSandboxConfig
+from intercode.integrations.inspectai.sandbox import IntercodeSandboxConfig
 
 pytestmark = pytest.mark.anyio
 

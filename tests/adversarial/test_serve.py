@@ -9,7 +9,7 @@ second one acts, and must not change its score.
 from __future__ import annotations
 
 from intercode.datasets import load_dataset
-from intercode.serve.sessions import ServeConfig, SessionPool
+from intercode.integrations.serve.sessions import ServeConfig, SessionPool
 
 
 def test_nothing_one_session_leaves_reaches_the_next():

@@ -10,7 +10,7 @@ import pytest
 @pytest.fixture(autouse=True, scope="session")
 def _close_pool() -> Any:
     yield
-    from intercode.inspect.episode import POOL
+    from intercode.integrations.inspectai.episode import POOL
 
     POOL.close()
 

@@ -16,12 +16,12 @@ from inspect_helpers import details, fenced, output, run_inspect, run_intercode,
 
 from intercode.benchmarks import get
 from intercode.errors import ConfigError
-from intercode.inspect.sandbox import (
+from intercode.integrations.inspectai.sandbox import (
     IntercodeSandboxConfig,
     IntercodeSandboxEnvironment,
     backend_of,
 )
-from intercode.inspect.tasks import intercode_task
+from intercode.integrations.inspectai.tasks import intercode_task
 
 # in a container: its cgroup is Docker's (cgroup v1, or v2 without a private cgroup
 # namespace), or its /usr comes from the image's overlay (the root itself is a tmpfs, as

@@ -12,15 +12,15 @@ from intercode.errors import ConfigError
 
 
 def test_the_core_does_not_import_inspect_ai():
-    code = ("import sys, intercode, intercode.cli, intercode.runner.run, intercode.inspect, "
-            "intercode.inspect.episode; "
+    code = ("import sys, intercode, intercode.cli, intercode.runner.run, intercode.integrations.inspectai, "
+            "intercode.integrations.inspectai.episode; "
             "assert 'inspect_ai' not in sys.modules, 'inspect_ai imported'")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 
 def test_missing_inspect_ai_is_one_line(monkeypatch):
-    import intercode.inspect as ii
+    import intercode.integrations.inspectai as ii
 
     monkeypatch.setitem(sys.modules, "inspect_ai", None)
     with pytest.raises(ConfigError) as err:

@@ -12,8 +12,8 @@ from inspect_helpers import fenced, run_inspect, scores, tasks
 from intercode.agents.replay import load_trajectories
 from intercode.benchmarks import get
 from intercode.errors import DatasetError
-from intercode.inspect.export import export_run
-from intercode.inspect.tasks import intercode_task
+from intercode.integrations.inspectai.export import export_run
+from intercode.integrations.inspectai.tasks import intercode_task
 from intercode.runner.run import RunConfig, execute
 
 

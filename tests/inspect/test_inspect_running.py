@@ -6,8 +6,8 @@ import anyio
 from inspect_ai.model import ModelName
 from inspect_ai.solver import TaskState
 
-from intercode.inspect.episode import POOL
-from intercode.inspect.running import STORE_KEY, Running, Setup
+from intercode.integrations.inspectai.episode import POOL
+from intercode.integrations.inspectai.running import STORE_KEY, Running, Setup
 
 
 def test_a_cancelled_episode_closes_its_environment():

@@ -10,7 +10,10 @@ import pytest
 from backends import backends, need
 from inspect_ai.util._sandbox.self_check import *  # noqa: F403
 
-from intercode.inspect.sandbox import IntercodeSandboxConfig, IntercodeSandboxEnvironment
+from intercode.integrations.inspectai.sandbox import (
+    IntercodeSandboxConfig,
+    IntercodeSandboxEnvironment,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ import pytest
 from inspect_helpers import details, fenced, run_inspect, run_intercode, scores, tasks
 
 from intercode.benchmarks import get
-from intercode.inspect.tasks import intercode_task
+from intercode.integrations.inspectai.tasks import intercode_task
 
 # (env, dataset, task indices, a wrong action)
 CASES = [

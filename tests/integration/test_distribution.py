@@ -61,7 +61,7 @@ def test_the_sdist_holds_tests_scripts_benchmarks_and_docs(dist):
         names = archive.getnames()
     top = f"intercode-{intercode.__version__}"
     for needed in ("LICENSE", "README.md", "pyproject.toml", "tests/conftest.py", "scripts/setup",
-                   "benchmarks/bench_bash.py", "docs/security.md", ".ci/run",
+                   "perf/bench_bash.py", "docs/security.md", ".ci/run",
                    "src/intercode/report/assets/report.css"):
         assert f"{top}/{needed}" in names, needed
     assert not any("__pycache__" in n or "/.venv/" in n for n in names)

@@ -9,7 +9,7 @@ use, exact, not rounded to pages) is read in the sandbox before and after ``CYCL
 cycles; the tolerance is a small fraction of what the leak made (``CYCLES`` x 1.1 KiB).
 
 ``CYCLES`` is 500, not the issue's 10,000 (each cycle takes 10-40 ms on a shared
-machine: 10,000 would take minutes); ``benchmarks/bench_snapshot.py --cycles 10000``
+machine: 10,000 would take minutes); ``perf/bench_snapshot.py --cycles 10000``
 measures the sandbox's whole memory over 10,000 cycles by hand.
 """
 

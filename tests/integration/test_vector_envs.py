@@ -35,7 +35,7 @@ def make_vec(name: str, mode: str, **vector_kwargs: object) -> gym.vector.Vector
 @pytest.mark.parametrize("name", sorted(UNICODE))
 def test_gold_and_unicode_actions_in_a_vector_env(name, mode):
     benchmark = get(name)
-    envs = make_vec(name, mode)  # the start-up time: benchmarks/bench_vector.py
+    envs = make_vec(name, mode)  # the start-up time: perf/bench_vector.py
     try:
         index = envs.call("available_tasks")[0][0]
         dataset = envs.call("dataset")[0]

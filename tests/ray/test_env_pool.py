@@ -1,4 +1,4 @@
-"""intercode.ray.EnvPool: remote environments reset and stepped in batches."""
+"""intercode.integrations.raycluster.EnvPool: remote environments reset and stepped in batches."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from intercode.datasets import load_dataset
 from intercode.errors import ConfigError, EnvStateError, RunAborted
-from intercode.ray import EnvPool
+from intercode.integrations.raycluster import EnvPool
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from intercode.errors import ConfigError, RunAborted
-from intercode.runner.ray_executor import RayExecutor
+from intercode.integrations.raycluster.executor import RayExecutor
 from intercode.runner.run import RunConfig, execute
 from intercode.runner.worker import WorkerSpec
 from intercode.sandbox.rootfs import same_root

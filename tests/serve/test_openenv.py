@@ -27,12 +27,12 @@ import pytest
 
 from intercode.benchmarks import get
 from intercode.datasets import load_dataset
-from intercode.serve.openenv import (
+from intercode.integrations.serve.openenv import (
     IntercodeAction,
     IntercodeEnv,
     ServerError,
 )
-from intercode.serve.sessions import MAX_CODE_CHARS
+from intercode.integrations.serve.sessions import MAX_CODE_CHARS
 
 TOKEN = "t0ken-for-the-tests"
 TOKEN_VAR = "INTERCODE_TEST_OPENENV_TOKEN"
@@ -464,7 +464,7 @@ def _resets(client) -> bool:
 
 KILLED_CLIENT = """
 import sys
-from intercode.serve.openenv import IntercodeEnv
+from intercode.integrations.serve.openenv import IntercodeEnv
 env = IntercodeEnv(base_url=sys.argv[1], token=sys.argv[2], message_timeout_s=60).sync()
 env.reset(task=0)
 print("reset", flush=True)

@@ -8,7 +8,7 @@ import pytest
 
 from intercode.cli import main
 from intercode.errors import ConfigError
-from intercode.ray.cluster import check_address
+from intercode.integrations.raycluster.cluster import check_address
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str]:
@@ -56,7 +56,7 @@ def test_without_the_extra_one_line_names_it(capsys, tmp_path, monkeypatch):
     assert code == 2 and err.count("\n") == 1
     assert "pip install 'intercode[ray]'" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
-    from intercode.ray import EnvPool
+    from intercode.integrations.raycluster import EnvPool
 
     with pytest.raises(ConfigError, match=r"intercode\[ray\]"):
         EnvPool("bash", "bash-demo", size=1)
@@ -66,8 +66,8 @@ def test_intercode_imports_no_ray():
     """A core install never imports Ray: only --executor ray and EnvPool do."""
     import subprocess
 
-    code = ("import sys, intercode, intercode.cli, intercode.runner.run, intercode.ray, "
-            "intercode.runner.ray_executor; print('ray' in sys.modules)")
+    code = ("import sys, intercode, intercode.cli, intercode.runner.run, intercode.integrations.raycluster, "
+            "intercode.integrations.raycluster.executor; print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr

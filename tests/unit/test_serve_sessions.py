@@ -10,7 +10,7 @@ import time
 import pytest
 
 from intercode.datasets import load_dataset
-from intercode.serve.sessions import (
+from intercode.integrations.serve.sessions import (
     Busy,
     InfrastructureError,
     NoEpisode,

@@ -9,7 +9,7 @@ import threading
 import anyio
 import pytest
 
-from intercode.serve.workers import Workers
+from intercode.integrations.serve.workers import Workers
 
 
 def test_results_and_errors_come_back_from_long_lived_threads():

@@ -2,7 +2,7 @@
 
 Reads InterCode result files (a JSON object of episodes with ``task_id`` and
 ``turn_history.actions``), intercode's own ``results.jsonl`` and Inspect logs
-(:mod:`intercode.inspect.replay`). Upstream did not
+(:mod:`intercode.integrations.inspectai.replay`). Upstream did not
 execute a reply without code (its observation is the retry message, "No ... code
 was found in your last response") nor a ``blocked`` turn; neither is executed here.
 Upstream's ``valid_action`` only says whether the command exited with status 0.
@@ -37,7 +37,7 @@ def load_trajectories(path: str | Path) -> dict[int, Recorded]:
     """Recorded episodes of a file, by task index."""
     path = Path(path)
     if path.suffix == ".eval" or _is_inspect_json(path):
-        from intercode.inspect.replay import load_inspect_log
+        from intercode.integrations.inspectai.replay import load_inspect_log
 
         return load_inspect_log(path)
     try:

@@ -173,7 +173,7 @@ def _check_executor(cfg: RunConfig) -> None:
         return
     if cfg.agent == "human":
         raise ConfigError("--agent human plays at this terminal: not with --executor ray")
-    from intercode.ray.cluster import check_address, refuse_network, require_ray
+    from intercode.integrations.raycluster.cluster import check_address, refuse_network, require_ray
 
     refuse_network(cfg.settings.network)
     check_address(cfg.ray_address)
@@ -240,7 +240,7 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
         if cfg.agent == "human":  # a person at this terminal: one episode at a time, here
             InlineExecutor(spec).run(todo, on_record)
         elif cfg.executor == "ray":
-            from intercode.runner.ray_executor import RayExecutor
+            from intercode.integrations.raycluster.executor import RayExecutor
 
             def on_root(node_root: dict[str, Any] | None) -> None:
                 # the cluster's root: a resumed run keeps its own; config.json records it

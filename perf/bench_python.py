@@ -1,0 +1,119 @@
+"""Latency of the Python environment, beside a bare interpreter and a Jupyter kernel.
+
+Run by hand:  python perf/bench_python.py [--runs N] [--json out.json]
+(the Jupyter comparison needs ``pip install jupyter_client ipykernel``).
+
+  floor       ``1+1`` in a bare persistent ``python3`` over pipes (no sandbox)
+  step        ``1+1`` in the sandboxed interpreter, and through env.step
+  jupyter     ``1+1`` as a Jupyter kernel execute round trip (execute_reply + idle)
+  reset       a fresh interpreter (sandbox reset) vs a Jupyter kernel restart
+  replay      gold of all 974 MBPP tasks with 2 workers
+Targets: step < 0.2 ms and >= 10x faster than Jupyter; reset < 2 ms and
+>= 200x faster than a kernel restart; replay < 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from common import median_ms, pipe_floor, timed_run
+
+LOOP = ("import sys\nns = {}\nfor line in sys.stdin:\n    src = line.replace('\\\\n', '\\n')\n"
+        "    try:\n        v = eval(src, ns)\n        print(repr(v))\n    except SyntaxError:\n"
+        "        exec(src, ns)\n    print('__end__', flush=True)\n")
+
+
+def bare_floor(runs: int) -> float:
+    return pipe_floor([sys.executable, "-u", "-c", LOOP], b"1+1\n", b"__end__", runs)
+
+
+def sandbox_numbers(runs: int) -> dict[str, float]:
+    from intercode.envs.python import PythonEnv
+    from intercode.sandbox.bwrap import BwrapSandbox
+    from intercode.sandbox.filetree import FileTree
+
+    box = BwrapSandbox(shell="python")
+    box.start()
+    box.load(FileTree.of([]))
+    try:
+        step = median_ms(lambda: box.run("1+1"), runs)
+
+        def reset_after_use() -> float:
+            box.run("x = [1] * 100")
+            time.sleep(0.003)  # the spare interpreter is made while the agent thinks
+            start = time.perf_counter()
+            box.reset()
+            return (time.perf_counter() - start) * 1000
+
+        resets = sorted(reset_after_use() for _ in range(max(200, runs // 10)))
+    finally:
+        box.close()
+    env = PythonEnv("mbpp")
+    try:
+        env.reset(options={"task": 0})
+        env_step = median_ms(lambda: env.step("1+1"), runs)
+    finally:
+        env.close()
+    return {"step_sandbox_ms": step, "step_env_ms": env_step,
+            "reset_ms": statistics.median(resets)}
+
+
+def jupyter_numbers(runs: int) -> dict[str, float]:
+    try:
+        from jupyter_client.manager import start_new_kernel
+    except ImportError:
+        return {}
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        def execute() -> None:
+            kc.execute_interactive("1+1", store_history=False, output_hook=lambda m: None,
+                                   timeout=30)
+
+        step = median_ms(execute, max(200, runs // 10))
+        restarts = []
+        for _ in range(10):
+            start = time.perf_counter()
+            km.restart_kernel(now=True)
+            kc.wait_for_ready(timeout=60)
+            restarts.append((time.perf_counter() - start) * 1000)
+        return {"jupyter_step_ms": step, "jupyter_restart_ms": statistics.median(restarts)}
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def gold_replay(workers: int) -> dict[str, float]:
+    summary, wall, _ = timed_run(env="python", dataset="mbpp", agent="gold", workers=workers)
+    return {"replay_wall_s": wall, "replay_episodes_per_s": 974 / wall,
+            "replay_success": summary["success"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-replay", action="store_true")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    results = {"floor_bare_python_ms": bare_floor(args.runs)}
+    results.update(sandbox_numbers(args.runs))
+    results.update(jupyter_numbers(args.runs))
+    if "jupyter_step_ms" in results:
+        results["speedup_step_vs_jupyter"] = results["jupyter_step_ms"] / results["step_sandbox_ms"]
+        results["speedup_reset_vs_restart"] = results["jupyter_restart_ms"] / results["reset_ms"]
+    if not args.skip_replay:
+        results.update(gold_replay(args.workers))
+    for name, value in results.items():
+        print(f"{name:28s} {value:.4f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
