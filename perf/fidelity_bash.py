@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from intercode.datasets.fetch import data_file
+from intercode.fetch import data_file
 from intercode.runner.run import execute, run_config
 
 TOL = 0.011

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from intercode.agents.replay import load_trajectories
-from intercode.datasets.fetch import data_file
 from intercode.envs.sql import SqlEnv
+from intercode.fetch import data_file
 
 
 def final_query(actions: list[str]) -> str | None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from intercode.import_hook import when_imported
 from intercode.lazy import lazy_exports
+from intercode.version import __version__
 
 if TYPE_CHECKING:  # the public API, imported on first use (PEP 562; see __getattr__)
     import gymnasium as gym
@@ -43,7 +44,6 @@ if TYPE_CHECKING:  # the public API, imported on first use (PEP 562; see __getat
     from intercode.sandbox.limits import Limits
     from intercode.sql.backend import SqlLimits
 
-__version__ = "0.1.0"
 
 __all__ = [
     "BashEnv",

@@ -466,8 +466,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """``intercode eval``."""
     from intercode.datasets import load_dataset
     from intercode.datasets.registry import is_dataset_file
-    from intercode.report.summary_view import print_summary
     from intercode.runner.run import RunConfig, execute, parse_task_ranges
+    from intercode.runner.summary_view import print_summary
 
     dataset = _dataset(args)
     if args.output is None:
@@ -569,7 +569,7 @@ def cmd_serve_openenv(args: argparse.Namespace) -> int:
     config = ServeConfig(env=args.env, dataset=_dataset(args), settings=_settings(args),
                          max_sessions=args.max_sessions, warm=args.warm,
                          idle_timeout=args.idle_timeout)
-    from intercode.integrations.serve.hosts import require_token_off_loopback
+    from intercode.hosts import require_token_off_loopback
 
     require_token_off_loopback(args.host, token)
     serve_openenv(config, host=args.host, port=args.port, token=token,
@@ -651,7 +651,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_serve_mcp(args: argparse.Namespace) -> int:
     """``intercode serve mcp``."""
     try:
-        from intercode.integrations.serve.mcp_server import serve
+        from intercode.integrations.serve.mcp_run import serve
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "uvicorn", "starlette"):
             raise

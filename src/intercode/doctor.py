@@ -200,7 +200,7 @@ def check_network() -> list[Check]:
 
 def check_data() -> list[Check]:
     """Where data comes from."""
-    from intercode.datasets.fetch import cache_dir
+    from intercode.fetch import cache_dir
 
     mirror = os.environ.get("INTERCODE_DATA_MIRROR")
     if mirror:

@@ -119,7 +119,7 @@ def test_a_foreign_host_or_origin_is_refused_on_every_path_before_the_token():
     /mcp and on every other path, with or without the token, before the SDK or the
     fast path sees the request (the SDK's own check guarded /mcp only, on any port);
     --allowed-host names pass; a WebSocket is never served."""
-    from intercode.integrations.serve.hosts import HostPolicy
+    from intercode.hosts import HostPolicy
 
     calls: list[str] = []
     guard = HttpGuard(recording("app", calls), Service(), token="t0ken",  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from intercode.integrations.serve.hosts import HostPolicy
+from intercode.hosts import HostPolicy
 
 START_DEADLINE = 90.0
 FOREIGN_HOSTS = ["rebind.attacker.example:{port}", "rebind.attacker.example",

@@ -13,8 +13,8 @@ import json
 from report_helpers import console_errors, open_page, visible_rows
 from selenium.webdriver.common.by import By
 
+from intercode.llm.message_ids import message_id
 from intercode.report.build import write_report
-from intercode.runner.messages import message_id
 
 PAYLOADS = [
     "<script>window.__pwned = 1</script>",

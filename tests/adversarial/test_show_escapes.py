@@ -11,8 +11,8 @@ import json
 import pytest
 
 from intercode.cli import main
+from intercode.llm.message_ids import message_id
 from intercode.report.show import show
-from intercode.runner.messages import message_id
 
 MARKUP = "[bold]x[/] [/] [link=file:///etc/passwd]y[/link] :smile: [/bold]"
 HOSTILE = [

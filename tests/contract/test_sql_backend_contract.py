@@ -173,8 +173,8 @@ INSERT INTO `u` VALUES (9);
 
 
 def test_the_server_backend_serves_the_store_it_is_given(mysql_url, tmp_path):
-    from intercode.datasets.mysqldump import parse_dump
     from intercode.sql.mysql_backend import MysqlBackend
+    from intercode.sql.mysqldump import parse_dump
     from intercode.sql.store import SqlStore, build_image, build_info_schema
 
     dump = tmp_path / "tiny.sql"

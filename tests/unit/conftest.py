@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from intercode.datasets import fetch
+from intercode import fetch
 from intercode.datasets.registry import _load_registered
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from intercode.datafiles import FILES, REVISION
 from intercode.datasets import nl2bash
-from intercode.datasets.files import FILES, REVISION
 from intercode.datasets.fsbuild import FILE_SYSTEMS
 from intercode.datasets.registry import dataset_names, load_dataset
 from intercode.datasets.tasks import BashTask, Dataset

@@ -16,8 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from intercode.datasets import fetch
-from intercode.datasets.files import FILES, REVISION
+from intercode import fetch
+from intercode.datafiles import FILES, REVISION
 from intercode.datasets.registry import load_dataset
 from intercode.errors import DatasetError, IntercodeError
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from intercode.datasets.mysqldump import Column, Database, Table, parse_dump
 from intercode.sql.mysql_compat import (
     Meta,
     like_match,
@@ -18,6 +17,7 @@ from intercode.sql.mysql_compat import (
     parse_meta,
     register_functions,
 )
+from intercode.sql.mysqldump import Column, Database, Table, parse_dump
 from intercode.sql.schema import column_key, show_columns, show_create_table, sqlite_type
 
 # -- parse_meta ------------------------------------------------------------------------------

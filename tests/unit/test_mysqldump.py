@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from intercode.datasets.mysqldump import Column, parse_dump, parse_values, split_statements
 from intercode.errors import DatasetError
+from intercode.sql.mysqldump import Column, parse_dump, parse_values, split_statements
 
 # -- split_statements ------------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from intercode.report.summary_view import format_summary, print_summary
 from intercode.runner.summary import format_summary as runner_format_summary
 from intercode.runner.summary import summarize
+from intercode.runner.summary_view import format_summary, print_summary
 
 
 class FakeTty(io.StringIO):

@@ -17,7 +17,7 @@ from intercode.benchmarks import get
 from intercode.datasets import Task
 from intercode.errors import ConfigError
 from intercode.llm.client import ChatClient, Completion, Message
-from intercode.runner.messages import stored
+from intercode.llm.message_ids import stored
 
 # upstream's observation cuts (characters, rows) and dialogue limits
 # (native tool calling: Try Again's)

@@ -2,7 +2,7 @@
 
 Reads InterCode result files (a JSON object of episodes with ``task_id`` and
 ``turn_history.actions``), intercode's own ``results.jsonl`` and Inspect logs
-(:mod:`intercode.integrations.inspectai.replay`). Upstream did not
+(:mod:`intercode.agents.replay_inspect`). Upstream did not
 execute a reply without code (its observation is the retry message, "No ... code
 was found in your last response") nor a ``blocked`` turn; neither is executed here.
 Upstream's ``valid_action`` only says whether the command exited with status 0.
@@ -12,33 +12,22 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from intercode.agents.base import Action, Policy
+from intercode.agents.recorded import Recorded
+from intercode.agents.replay_inspect import load_inspect_log
 from intercode.datasets import Task
 from intercode.errors import DatasetError
 
 RETRY = re.compile(r"^No \S+ code was found in your last response")
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """One recorded episode."""
-
-    task: int
-    actions: tuple[Action, ...]
-    max_reward: float | None = None
-    rewards: tuple[float, ...] = ()
-
-
 def load_trajectories(path: str | Path) -> dict[int, Recorded]:
     """Recorded episodes of a file, by task index."""
     path = Path(path)
     if path.suffix == ".eval" or _is_inspect_json(path):
-        from intercode.integrations.inspectai.replay import load_inspect_log
-
         return load_inspect_log(path)
     try:
         text = path.read_text(encoding="utf-8")

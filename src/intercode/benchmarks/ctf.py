@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from intercode.benchmarks.spec import Benchmark, Parsing, Prompting
-from intercode.datasets.tasks import Task
+
+if TYPE_CHECKING:
+    from intercode.datasets.tasks import Task
 
 TRY_AGAIN_SYSTEM = """You are solving a Capture the Flag challenge on an Ubuntu machine, through a bash shell.
 The goal is a flag of the form picoCTF{...}. Finding it is worth a reward of 1; anything else is worth 0.

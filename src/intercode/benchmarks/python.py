@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from intercode.benchmarks.spec import Benchmark, Parsing, Prompting
-from intercode.datasets.tasks import Task
+
+if TYPE_CHECKING:
+    from intercode.datasets.tasks import Task
 
 FUNCTION = re.compile(r"def\s+(\w+)\s*\(")
 

@@ -15,11 +15,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from intercode.datasets.fetch import fetch_file
-from intercode.datasets.files import REVISION, DataFile
+from intercode.datafiles import REVISION, DataFile
 from intercode.datasets.nl2bash import read_json
 from intercode.datasets.tasks import Dataset, Task
 from intercode.errors import DatasetError
+from intercode.fetch import fetch_file
 
 NETWORK: dict[int, str] = {
     **{t: "talks to a live picoCTF server" for t in

@@ -25,8 +25,8 @@ from functools import lru_cache
 from importlib import resources
 
 from intercode import safeio
-from intercode.datasets.fetch import cache_dir, data_file
 from intercode.errors import DatasetError
+from intercode.fetch import cache_dir, data_file
 from intercode.fsutil import write_atomic
 from intercode.sandbox.filetree import FILE, Entry, FileTree
 from intercode.sandbox.inbox.tree import ancestors

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from intercode.datasets.fetch import data_file
-from intercode.datasets.files import REVISION
+from intercode.datafiles import REVISION
 from intercode.datasets.nl2bash import read_json
 from intercode.datasets.tasks import Dataset, Task
 from intercode.errors import DatasetError
+from intercode.fetch import data_file
 
 # dataset name -> inclusive range of MBPP task_id
 SPLITS = {"mbpp": (1, 974), "mbpp-prompt": (1, 10), "mbpp-test": (11, 510),

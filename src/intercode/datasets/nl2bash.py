@@ -7,10 +7,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from intercode.datasets.fetch import data_file
-from intercode.datasets.files import REVISION
+from intercode.datafiles import REVISION
 from intercode.datasets.tasks import BashTask, Dataset
 from intercode.errors import DatasetError
+from intercode.fetch import data_file
 
 # name -> (task file key, file system name)
 SOURCES: dict[str, tuple[str, str]] = {

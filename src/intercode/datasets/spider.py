@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from intercode.datasets.fetch import data_file
-from intercode.datasets.files import REVISION
+from intercode.datafiles import REVISION
 from intercode.datasets.nl2bash import read_json
 from intercode.datasets.tasks import Dataset, Task
 from intercode.errors import DatasetError
+from intercode.fetch import data_file
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,10 @@ from intercode.datasets import Dataset, Task, load_dataset
 from intercode.envs import arguments
 from intercode.envs.bounds import MAX_ACTION, MAX_OBSERVATION, task_index
 from intercode.envs.settings import EnvSettings
-from intercode.envs.snapshot import ExecState, Registry, Snapshot
+from intercode.envs.snapshot import Registry, Snapshot
 from intercode.envs.spaces import AnyText
 from intercode.errors import ConfigError, EnvStateError, SnapshotUnsupported, TaskUnavailable
+from intercode.execstate import ExecState
 from intercode.sandbox.base import Sandbox
 
 log = logging.getLogger(__name__)

@@ -23,8 +23,8 @@ from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.gold_cache import GoldCache, GoldResult
 from intercode.envs.info import ActionInfo
-from intercode.envs.snapshot import ExecState
 from intercode.errors import ConfigError, RewardError, SandboxError, SnapshotError
+from intercode.execstate import ExecState
 from intercode.rewards.bash import BashReward, BashSnapshot, bash_reward, common_added
 from intercode.sandbox import create_sandbox, require_backend
 from intercode.sandbox.base import Change, ExecResult, Sandbox
@@ -253,8 +253,8 @@ class BashEnv(IntercodeEnv):
 
     def _gold_key(self, task: BashTask) -> dict[str, Any] | None:
         """What decides the gold's result (None: not to be stored or reused)."""
-        from intercode import __version__
         from intercode.datasets.known_issues import issue_of
+        from intercode.version import __version__
 
         if self._gold_disk is None:
             return None

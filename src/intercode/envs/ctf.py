@@ -24,8 +24,8 @@ from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.ctf_python import ALIAS_DIR, alias_entries, needs_crypto_alias
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
-from intercode.envs.snapshot import ExecState
 from intercode.errors import ConfigError, SnapshotError, TaskUnavailable
+from intercode.execstate import ExecState
 from intercode.sandbox import create_sandbox, require_backend
 from intercode.sandbox.base import Sandbox
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree

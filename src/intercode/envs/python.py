@@ -23,7 +23,6 @@ from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
-from intercode.envs.snapshot import ExecState, NoState
 from intercode.errors import (
     ConfigError,
     RewardError,
@@ -31,6 +30,7 @@ from intercode.errors import (
     SandboxSpentError,
     SnapshotError,
 )
+from intercode.execstate import ExecState, NoState
 from intercode.rewards.python import Outcome, PythonReward, python_reward
 from intercode.rewards.python_split import BUILTIN_NAMES, SplitTest, defined_names, split_test
 from intercode.sandbox import create_sandbox, require_backend

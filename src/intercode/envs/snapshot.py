@@ -19,27 +19,14 @@ import itertools
 import logging
 import weakref
 from collections.abc import Callable
-from typing import Any, NoReturn, Protocol, SupportsIndex
+from typing import Any, NoReturn, SupportsIndex
 
 from intercode.datasets import Task
 from intercode.errors import SnapshotError
+from intercode.execstate import ExecState
 
 _ids = itertools.count(1)
 log = logging.getLogger(__name__)
-
-
-class ExecState(Protocol):
-    """An environment's execution state in a snapshot."""
-
-    def release(self) -> None:
-        """Free what the state holds (idempotent; may run from a finalizer)."""
-
-
-class NoState:
-    """The execution state of an environment whose state lives on the host only."""
-
-    def release(self) -> None:
-        """Nothing to free."""
 
 
 class Snapshot:

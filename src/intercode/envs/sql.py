@@ -17,7 +17,6 @@ from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
-from intercode.envs.snapshot import ExecState
 from intercode.errors import (
     ConfigError,
     DatasetError,
@@ -26,6 +25,7 @@ from intercode.errors import (
     RewardError,
     SnapshotError,
 )
+from intercode.execstate import ExecState
 from intercode.rewards.spider import METRICS, official_text
 from intercode.rewards.sql import SqlReward, result_eq, sql_reward
 from intercode.sandbox import Sandbox, require_backend

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from intercode.integrations.serve.hosts import HostPolicy
+from intercode.hosts import HostPolicy
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class ScriptedChatServer:
 
     ``api_key``: when set, requests without ``Authorization: Bearer <api_key>`` get 401.
     A foreign ``Host`` or ``Origin`` (a web page's) gets 421 or 403, as from every server
-    of the project (:mod:`intercode.integrations.serve.hosts`).
+    of the project (:mod:`intercode.hosts`).
     Every request is kept in ``requests`` (JSON body plus the ``authorization`` header).
     """
 

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-import intercode
 from intercode.report import plots
 from intercode.report.compare_html import comparisons
 from intercode.report.payload import build_payload, pack
 from intercode.report.runs import Run
+from intercode.version import __version__
 
 CONFIG_KEYS = ("env", "dataset", "agent", "max_turns", "workers", "sql_backend",
                "upstream_quirks", "dataset_revision", "intercode_version", "git_revision",
@@ -174,6 +174,6 @@ def render(runs: list[Run], extra_sections: list[tuple[str, Section]] | None = N
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return _asset("report.html").format(
         title=esc(title), style=_asset("report.css"), script=_asset("report.js"),
-        generated=esc(f"generated {stamp} by intercode {intercode.__version__}"),
+        generated=esc(f"generated {stamp} by intercode {__version__}"),
         notes=notes(runs), groups="".join(parts), errors=error_list(runs),
         data=pack(build_payload(runs)))

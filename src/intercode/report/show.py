@@ -17,8 +17,8 @@ from rich.text import Text
 from intercode.console import emit, literal
 from intercode.errors import ConfigError
 from intercode.report.runs import Run, load_run
-from intercode.report.summary_view import pairs_table, render_summary
 from intercode.report.transcript import render_episode, turns_of, unattached
+from intercode.runner.summary_view import pairs_table, render_summary
 
 # config.json settings worth a line of the header, in this order
 HIGHLIGHTS = ("max_turns", "workers", "sql_backend", "upstream_quirks", "network",

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from intercode.console import cut, literal
 from intercode.report.runs import Run, calls_of
-from intercode.report.summary_view import num, pairs_table
+from intercode.runner.summary_view import num, pairs_table
 
 LIMIT = 2000  # characters of an observation, message or reply shown
 ROLE_STYLES = {"system": "magenta", "user": "blue", "assistant": "green"}

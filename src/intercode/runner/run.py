@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import intercode
 from intercode import safeio
 from intercode.agents.llm_base import StrategyOptions
 from intercode.agents.names import DEFAULT_TURNS, STRATEGIES
@@ -34,6 +33,7 @@ from intercode.runner.records import SCHEMA
 from intercode.runner.summary import summarize
 from intercode.runner.worker import WorkerSpec
 from intercode.sandbox import preflight, rootfs
+from intercode.version import __version__
 
 log = logging.getLogger(__name__)
 RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
@@ -97,7 +97,7 @@ def parse_task_ranges(text: str, count: int) -> tuple[int, ...]:
 
 def git_revision() -> str | None:
     """The git revision of the intercode checkout, if it is one."""
-    here = Path(intercode.__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the intercode package
     try:
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5, check=False)
@@ -344,7 +344,7 @@ def _config_record(cfg: RunConfig, revision: str, tasks: tuple[int, ...]) -> dic
     data["output"] = str(cfg.output)
     data["tasks"] = list(tasks)
     data["dataset_revision"] = revision
-    data["intercode_version"] = intercode.__version__
+    data["intercode_version"] = __version__
     data["git_revision"] = git_revision()
     data["python"] = sys.version.split()[0]
     data["schema"] = SCHEMA

@@ -120,7 +120,7 @@ def _llm_totals(records: Any) -> dict[str, Any] | None:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """The summary as plain text: :func:`intercode.report.summary_view.format_summary`."""
-    from intercode.report.summary_view import format_summary as plain
+    """The summary as plain text: :func:`intercode.runner.summary_view.format_summary`."""
+    from intercode.runner.summary_view import format_summary as plain
 
     return plain(summary)

@@ -378,7 +378,7 @@ class DockerSandbox(BwrapSandbox):
 
         Docker's own ``hosts``, ``hostname`` and ``resolv.conf`` stay. The files are
         bound read-only from the user's cache (a folder Docker Desktop shares)."""
-        from intercode.datasets.fetch import cache_dir
+        from intercode.fetch import cache_dir
 
         files = {k: v for k, v in self.layout.etc_files().items() if k in ("passwd", "group")}
         key = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]

@@ -6,8 +6,8 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from intercode.envs.snapshot import ExecState
 from intercode.errors import ConfigError, SnapshotUnsupported
+from intercode.execstate import ExecState
 from intercode.sql.results import QueryResult
 
 MAX_GOLD_RESULTS = 512  # gold results a backend keeps (see GoldResults)

@@ -24,11 +24,11 @@ import re
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from intercode.datasets.mysqldump import split_statements
 from intercode.errors import ConfigError, DatasetError, SandboxError
 from intercode.sql.backend import SqlBackend, SqlLimits
 from intercode.sql.mysql_accounts import Accounts, claim_run, drop_dead_runs
 from intercode.sql.mysql_session import MysqlSession, server_message, statement_kind
+from intercode.sql.mysqldump import split_statements
 from intercode.sql.store import SqlStore, spider_store
 
 log = logging.getLogger(__name__)

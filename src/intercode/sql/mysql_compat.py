@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from intercode.datasets.mysqldump import Database, Table
 from intercode.sandbox.inbox.sqlconn import register_functions
+from intercode.sql.mysqldump import Database, Table
 from intercode.sql.qualify import database_parts
 from intercode.sql.results import QueryResult
 from intercode.sql.schema import show_columns, show_create_table

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from intercode.envs.snapshot import ExecState
 from intercode.errors import SandboxError, SnapshotError, SnapshotUnsupported
+from intercode.execstate import ExecState
 from intercode.sql import mysql_compat as compat
 from intercode.sql import mysql_snapshot as snaps
 from intercode.sql.backend import SqlSession

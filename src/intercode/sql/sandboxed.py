@@ -16,14 +16,14 @@ import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
-from intercode.envs.snapshot import ExecState
 from intercode.errors import SnapshotError
+from intercode.execstate import ExecState
 from intercode.sandbox import Sandbox, create_sandbox
 from intercode.sandbox.inbox import sqlrepl
 from intercode.sandbox.limits import Limits, MiB
 from intercode.sql.backend import SqlSession
 from intercode.sql.results import MAX_RESULT_CHARS, QueryResult, Row
-from intercode.sql.sqlite_backend import SqliteSessionBase, timeout_message
+from intercode.sql.sqlite_session import SqliteSessionBase, timeout_message
 
 if TYPE_CHECKING:
     from intercode.sql.sqlite_backend import SqliteBackend

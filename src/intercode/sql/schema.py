@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from intercode.datasets.mysqldump import Column, Table
+from intercode.sql.mysqldump import Column, Table
 
 _INT = re.compile(r"^(tiny|small|medium|big)?int(eger)?\b")
 _REAL = re.compile(r"^(float|double|real|decimal|numeric)\b")

@@ -5,7 +5,7 @@ A database file becomes one logical database named after the file (``shop.sql`` 
 
 * a SQLite database file (it starts with ``SQLite format 3``);
 * a MySQL dump (``CREATE TABLE `t` (...)`` with backquoted names, as ``mysqldump``
-  writes it; see :mod:`intercode.datasets.mysqldump` for what is understood);
+  writes it; see :mod:`intercode.sql.mysqldump` for what is understood);
 * a SQLite dump (what ``sqlite3 db .dump`` writes, or any SQLite script), run in an
   in-memory SQLite database that cannot attach or write files.
 
@@ -26,8 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from intercode.datasets.mysqldump import Column, Database, Table, parse_dump, split_statements
 from intercode.errors import DatasetError
+from intercode.sql.mysqldump import Column, Database, Table, parse_dump, split_statements
 from intercode.sql.store import SqlStore, build_image, build_info_schema
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

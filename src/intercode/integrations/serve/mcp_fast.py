@@ -8,7 +8,7 @@ Performance). :class:`FastCalls` answers the one hot request, a ``tools/call`` o
 this server's tools, without those hops, with the SDK's own parts in the SDK's order:
 
 - the request still goes through the SDK's session manager and the session's transport
-  (after the guard's Host/Origin check, :mod:`intercode.integrations.serve.hosts`): the session
+  (after the guard's Host/Origin check, :mod:`intercode.hosts`): the session
   lookup, the idle clock (a request in flight holds the session), the terminated check,
   the ``Accept`` and ``Content-Type`` checks and the session-header check are the SDK's
   own code;

@@ -4,7 +4,7 @@ The MCP SDK's streamable HTTP app (``/mcp``) does the protocol, its sessions
 (``Mcp-Session-Id``), their idle expiry (``idle_timeout`` with no request in flight and
 no open stream) and the 413 for bodies over :data:`MAX_BODY`. :class:`HttpGuard`, in
 front of it, checks the ``Host`` and ``Origin`` of every request on every path (the
-policy of every server here, :mod:`intercode.integrations.serve.hosts`: 421, 403; the SDK's own
+policy of every server here, :mod:`intercode.hosts`: 421, 403; the SDK's own
 check, which guards only ``/mcp`` and allows any port, is off), asks for the bearer
 token (401 without it) and frees a client session's sandboxes as soon as
 the SDK's session ends: on the client's ``DELETE``, or when the SDK answers 404 for a
@@ -38,7 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from intercode.errors import ConfigError
-from intercode.integrations.serve.hosts import HostPolicy
+from intercode.hosts import HostPolicy
 from intercode.integrations.serve.mcp_fast import FastCalls
 from intercode.integrations.serve.mcp_server import McpService
 

@@ -22,7 +22,7 @@ OpenEnv's HTTP ``/reset`` and ``/step`` are stateless (each request builds an in
 and closes it), so an HTTP ``/step`` never has an episode; the WebSocket is the session.
 
 In front of the app, :class:`Guard` checks the ``Host`` and ``Origin`` headers of every
-request and WebSocket handshake (:mod:`intercode.integrations.serve.hosts`: 421, 403), the bearer
+request and WebSocket handshake (:mod:`intercode.hosts`: 421, 403), the bearer
 token (401) and the size of HTTP bodies (413); uvicorn's ``ws_max_size`` closes a
 connection whose message is larger (close code 1009).
 """
@@ -41,13 +41,13 @@ from typing import Any
 
 from intercode.benchmarks import get
 from intercode.errors import ConfigError
+from intercode.hosts import HostPolicy
 from intercode.integrations.serve._openenv_core import (
     ConcurrencyConfig,
     Environment,
     EnvironmentMetadata,
     HTTPEnvServer,
 )
-from intercode.integrations.serve.hosts import HostPolicy
 from intercode.integrations.serve.openenv import (
     IntercodeAction,
     IntercodeObservation,
@@ -176,7 +176,7 @@ class IntercodeEnvironment(Environment):
         """The environment's name and what it serves."""
         config = self._pool.config
         benchmark = get(config.env)
-        from intercode import __version__
+        from intercode.version import __version__
 
         return EnvironmentMetadata(
             name=f"intercode-{config.env}",
@@ -389,7 +389,7 @@ def build_app(pool: SessionPool, token: str | None = None,
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
-    from intercode import __version__
+    from intercode.version import __version__
 
     config = pool.config
     app = FastAPI(title=f"intercode {config.env} ({config.dataset}) over OpenEnv",

@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from intercode.datasets.files import FILES, REPOSITORY, REVISION, DataFile
+from intercode.datafiles import FILES, REPOSITORY, REVISION, DataFile
 from intercode.errors import DatasetError
 from intercode.fsutil import write_atomic
 

@@ -14,18 +14,19 @@ from typing import Any
 
 from intercode.agents.base import Action
 from intercode.agents.parsing import parse_code
-from intercode.agents.replay import Recorded
-from intercode.errors import DatasetError
+from intercode.agents.recorded import Recorded
+from intercode.errors import ConfigError, DatasetError
 
 SCORER = "intercode_scorer"
 
 
 def load_inspect_log(path: Path) -> dict[int, Recorded]:
     """The recorded episodes of an Inspect log (``.eval`` or ``.json``), by task."""
-    from intercode.integrations.inspectai import require
-
-    require("replaying an Inspect log")
-    from inspect_ai.log import read_eval_log
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise ConfigError("replaying an Inspect log needs inspect-ai: "
+                          "pip install 'intercode[inspect]'") from None
 
     try:
         log = read_eval_log(str(path))

@@ -1,0 +1,3 @@
+"""The package's version (the one place it is written; hatch reads it here)."""
+
+__version__ = "0.1.0"
