@@ -67,8 +67,9 @@ def _row(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
             names += f" `{action.metavar or action.dest.upper()}`"
     else:
         names = f"`{action.metavar or action.dest}`"
-        if action.nargs in ("*", "+", "?"):
-            names += f" ({'optional' if action.nargs == '?' else 'one or more' if action.nargs == '+' else 'any number'})"
+        counts = {"?": "optional", "+": "one or more", "*": "any number"}
+        if isinstance(action.nargs, str) and action.nargs in counts:
+            names += f" ({counts[action.nargs]})"
     description = _text(formatter._expand_help(action) if action.help else "")
     if action.choices is not None:
         choices = ", ".join(f"`{choice}`" for choice in action.choices)
@@ -76,8 +77,7 @@ def _row(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
     if action.required and action.option_strings:
         description = f"required. {description}"
     default = action.default
-    shown = "" if default in (None, False, argparse.SUPPRESS) or action.nargs == 0 and default is False \
-        else f"`{default}`"
+    shown = "" if default in (None, False, argparse.SUPPRESS) else f"`{default}`"
     return f"| {names} | {shown} | {description} |"
 
 
