@@ -4,3 +4,5 @@
 Each subpackage imports its third-party library only when used; the core install runs
 without them.
 """
+
+__all__: list[str] = []  # each integration is its own package

@@ -26,6 +26,9 @@ _EXPORTS = {"intercode_task": "intercode.integrations.inspectai.tasks",
             "try_again": "intercode.integrations.inspectai.solvers",
             "react_agent": "intercode.integrations.inspectai.solvers"}
 
+__all__ = ["INSTALL_HINT", "intercode_scorer", "intercode_task", "react_agent", "require",
+           "try_again"]
+
 
 def __getattr__(name: str) -> object:
     """The Inspect objects, imported on first use (one line if inspect-ai is missing)."""
