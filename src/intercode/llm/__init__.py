@@ -9,8 +9,8 @@ from intercode.lazy import lazy_exports
 if TYPE_CHECKING:
     from intercode.llm.client import ChatClient, Completion, ModelConfig
 
-__all__ = ['ChatClient', 'Completion', 'ModelConfig']
+__all__ = ["ChatClient", "Completion", "ModelConfig"]
 
 __getattr__, __dir__ = lazy_exports(globals(), {
-    "intercode.llm.client": ('ChatClient', 'Completion', 'ModelConfig'),
+    "intercode.llm.client": ("ChatClient", "Completion", "ModelConfig"),
 })

@@ -9,8 +9,8 @@ from intercode.lazy import lazy_exports
 if TYPE_CHECKING:
     from intercode.report.build import load_runs, write_report
 
-__all__ = ['load_runs', 'write_report']
+__all__ = ["load_runs", "write_report"]
 
 __getattr__, __dir__ = lazy_exports(globals(), {
-    "intercode.report.build": ('load_runs', 'write_report'),
+    "intercode.report.build": ("load_runs", "write_report"),
 })

@@ -10,9 +10,9 @@ if TYPE_CHECKING:
     from intercode.runner.episode import run_episode
     from intercode.runner.run import RunConfig, execute, run_config
 
-__all__ = ['RunConfig', 'execute', 'run_config', 'run_episode']
+__all__ = ["RunConfig", "execute", "run_config", "run_episode"]
 
 __getattr__, __dir__ = lazy_exports(globals(), {
-    "intercode.runner.episode": ('run_episode',),
-    "intercode.runner.run": ('RunConfig', 'execute', 'run_config'),
+    "intercode.runner.episode": ("run_episode",),
+    "intercode.runner.run": ("RunConfig", "execute", "run_config"),
 })

@@ -9,8 +9,8 @@ from intercode.lazy import lazy_exports
 if TYPE_CHECKING:
     from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
 
-__all__ = ['SqlBackend', 'SqlLimits', 'SqlSession']
+__all__ = ["SqlBackend", "SqlLimits", "SqlSession"]
 
 __getattr__, __dir__ = lazy_exports(globals(), {
-    "intercode.sql.backend": ('SqlBackend', 'SqlLimits', 'SqlSession'),
+    "intercode.sql.backend": ("SqlBackend", "SqlLimits", "SqlSession"),
 })

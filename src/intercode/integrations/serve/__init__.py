@@ -7,10 +7,16 @@ from typing import TYPE_CHECKING
 from intercode.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from intercode.integrations.serve.sessions import ServeConfig, ServeError, Session, SessionPool
+    from intercode.integrations.serve.sessions import (
+        ServeConfig,
+        ServeError,
+        Session,
+        SessionPool,
+    )
 
-__all__ = ['ServeConfig', 'ServeError', 'Session', 'SessionPool']
+__all__ = ["ServeConfig", "ServeError", "Session", "SessionPool"]
 
 __getattr__, __dir__ = lazy_exports(globals(), {
-    "intercode.integrations.serve.sessions": ('ServeConfig', 'ServeError', 'Session', 'SessionPool'),
+    "intercode.integrations.serve.sessions": ("ServeConfig", "ServeError", "Session",
+                                              "SessionPool"),
 })
