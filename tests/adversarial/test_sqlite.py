@@ -23,7 +23,7 @@ from intercode.envs.sql import SqlEnv
 from intercode.errors import RewardError
 from intercode.sandbox.inbox import sqlconn
 from intercode.sql.backend import SqlLimits
-from intercode.sql.sandboxed import parse_reply, to_result
+from intercode.sql.sqlite_sandboxed import parse_reply, to_result
 from intercode.sql.sqlite_backend import SqliteBackend
 
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -1,7 +1,7 @@
 """The embedded SQLite backend: every episode gets a private in-memory copy.
 
 Where SQL runs: the agent's statements never execute in the host process. Its
-session (:class:`~intercode.sql.sandboxed.SandboxedSqliteSession`) drives an SQLite
+session (:class:`~intercode.sql.sqlite_sandboxed.SandboxedSqliteSession`) drives an SQLite
 engine inside a bubblewrap sandbox (``inbox/sqlrepl.py``), with the same isolation
 and limits as the Bash shell. The gold query is dataset text, trusted: it runs on
 the host, in :class:`LocalSqliteSession`, on its own pristine copy.
@@ -21,7 +21,7 @@ from __future__ import annotations
 from intercode.sandbox import require_backend
 from intercode.sandbox.inbox import sqlrepl
 from intercode.sql.backend import SqlBackend, SqlLimits
-from intercode.sql.sandboxed import SandboxedSqliteSession
+from intercode.sql.sqlite_sandboxed import SandboxedSqliteSession
 from intercode.sql.sqlite_session import LocalSqliteSession, SqliteSessionBase
 from intercode.sql.store import INFO_SCHEMA, SqlStore, spider_store
 

@@ -1,7 +1,7 @@
 """The SQLite sessions' shared part (databases by name, MySQL's commands, ``db.table``)
 and the gold's session, which runs trusted dataset SQL in this process
 (:class:`LocalSqliteSession`); the agent's runs in a sandbox
-(:mod:`intercode.sql.sandboxed`)."""
+(:mod:`intercode.sql.sqlite_sandboxed`)."""
 
 from __future__ import annotations
 
