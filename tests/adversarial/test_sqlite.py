@@ -23,8 +23,8 @@ from intercode.envs.sql import SqlEnv
 from intercode.errors import RewardError
 from intercode.sandbox.inbox import sqlconn
 from intercode.sql.backend import SqlLimits
-from intercode.sql.sqlite_sandboxed import parse_reply, to_result
 from intercode.sql.sqlite_backend import SqliteBackend
+from intercode.sql.sqlite_sandboxed import parse_reply, to_result
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 OBSERVATION_LIMIT = 16 * 1024 * 1024
