@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from intercode.agents.names import AGENTS, DEFAULT_TURNS
 from intercode.cli.agent_options import add_model_options, model_config, strategy_options
 from intercode.cli.argtypes import integer, number
 from intercode.cli.options import MAX_WORKERS, add_env_options, dataset, settings
 from intercode.errors import ConfigError
+
+if TYPE_CHECKING:
+    from intercode.runner.executors import ExecutorFactory
 
 
 def add_eval(sub: Any) -> None:
@@ -49,6 +52,21 @@ def add_eval(sub: Any) -> None:
     ev.add_argument("--no-progress", action="store_true")
 
 
+def executor(args: argparse.Namespace) -> ExecutorFactory:
+    """Where the episodes run: ``--executor`` and its options."""
+    if args.executor == "ray":
+        from intercode.integrations.raycluster.executor import RayExecutorFactory
+
+        return RayExecutorFactory(address=args.ray_address, actor_cpus=args.ray_actor_cpus)
+    for flag, given in (("--ray-address", args.ray_address),
+                        ("--ray-actor-cpus", args.ray_actor_cpus)):
+        if given is not None:
+            raise ConfigError(f"{flag} applies only to --executor ray")
+    from intercode.runner.executors import LocalExecutorFactory
+
+    return LocalExecutorFactory()
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     """``intercode eval``."""
     from intercode.datasets import load_dataset
@@ -71,8 +89,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     workers=args.workers, tasks=tasks, max_turns=turns,
                     model=model_config(args), strategy=strategy_options(args),
                     trajectories=args.trajectories, settings=settings(args),
-                    resume=args.resume, executor=args.executor, ray_address=args.ray_address,
-                    ray_actor_cpus=args.ray_actor_cpus)
+                    resume=args.resume, executor=executor(args))
     summary = execute(cfg, progress=not args.no_progress)
     print_summary(summary)
     print(f"results    {Path(args.output) / 'results.jsonl'}")
