@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from intercode.errors import ConfigError, RunAborted
-from intercode.integrations.raycluster.executor import RayExecutor
+from intercode.integrations.raycluster.executor import RayExecutor, RayExecutorFactory
 from intercode.runner.run import RunConfig, execute
 from intercode.runner.worker import WorkerSpec
 from intercode.sandbox.rootfs import same_root
@@ -38,7 +38,8 @@ def test_gold_runs_give_the_local_records(ray_cluster, tmp_path, env, dataset, t
     local = execute(RunConfig(env=env, dataset=dataset, agent="gold", tasks=tasks, workers=1,
                               output=tmp_path / "local"), progress=False)
     remote = execute(RunConfig(env=env, dataset=dataset, agent="gold", tasks=tasks,
-                               workers=NODES, executor="ray", output=tmp_path / "ray"),
+                               workers=NODES, executor=RayExecutorFactory(),
+                               output=tmp_path / "ray"),
                      progress=False)
     mine = sorted(map(essence, records(tmp_path / "ray")))
     assert mine == sorted(map(essence, records(tmp_path / "local")))
@@ -57,13 +58,14 @@ def test_gold_runs_give_the_local_records(ray_cluster, tmp_path, env, dataset, t
 def test_a_resumed_ray_run_keeps_its_root(ray_cluster, tmp_path):
     out = tmp_path / "run"
     execute(RunConfig(env="bash", dataset="bash-demo", agent="gold", tasks=(0,), workers=1,
-                      executor="ray", output=out), progress=False)
+                      executor=RayExecutorFactory(), output=out), progress=False)
     config = json.loads((out / "config.json").read_text())
     config["rootfs"] = {**config["rootfs"], "identity": "0" * 64}  # made on another root
     (out / "config.json").write_text(json.dumps(config))
     with pytest.raises(ConfigError, match="cannot resume: the run used the pinned root 0000"):
         execute(RunConfig(env="bash", dataset="bash-demo", agent="gold", tasks=(0, 1),
-                          workers=1, executor="ray", output=out, resume=True), progress=False)
+                          workers=1, executor=RayExecutorFactory(), output=out, resume=True),
+                progress=False)
     assert len(records(out)) == 1  # nothing ran on the other root
 
 
@@ -150,7 +152,7 @@ def test_a_refused_key_stops_the_whole_run(ray_cluster, tmp_path, monkeypatch):
           pytest.raises(RunAborted, match="refused the credentials")):
         execute(RunConfig(env="bash", dataset="bash-demo", agent="try-again", max_turns=2,
                           model=ModelConfig(model="scripted", base_url=server.url),
-                          workers=2, executor="ray", output=tmp_path / "run"),
+                          workers=2, executor=RayExecutorFactory(), output=tmp_path / "run"),
                 progress=False)
     results = tmp_path / "run" / "results.jsonl"
     assert not results.exists() or results.read_text() == ""
@@ -172,7 +174,7 @@ def test_model_calls_run_on_the_actors_with_the_drivers_key(ray_cluster, tmp_pat
                                     max_turns=3, tasks=(0, 1, 2),
                                     model=ModelConfig(model="scripted", base_url=server.url,
                                                       api_key_env="INTERCODE_TEST_RAY_KEY"),
-                                    workers=4, executor="ray", ray_actor_cpus=0.5,
+                                    workers=4, executor=RayExecutorFactory(actor_cpus=0.5),
                                     output=tmp_path / "run"),
                           progress=False)
     assert summary["ok"] == summary["success"] == 3 and summary["errors"] == 0

@@ -1,25 +1,73 @@
-"""Executors run many episodes at once: a local pool of worker processes."""
+"""Executors run many episodes at once: a local pool of worker processes, or whatever an
+:class:`ExecutorFactory` the caller of :func:`intercode.runner.run.execute` hands in makes
+(the command line's ``--executor ray`` hands in the Ray integration's: the runner imports
+no integration)."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from intercode.errors import FatalRunError, RunAborted
 from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_main
 
 if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium there
     from intercode.envs.base import IntercodeEnv
+    from intercode.envs.settings import EnvSettings
 
 OnRecord = Callable[[dict[str, Any]], None]
+# told the root file system the episodes run on, by an executor whose nodes build their own
+OnRoot = Callable[[dict[str, Any] | None], None]
 
 # RunAborted lives in intercode.errors; it stays importable from here
-__all__ = ["InlineExecutor", "LocalExecutor", "OnRecord", "RunAborted", "error_record"]
+__all__ = ["Executor", "ExecutorFactory", "InlineExecutor", "LocalExecutor",
+           "LocalExecutorFactory", "OnRecord", "OnRoot", "RunAborted", "error_record"]
+
+
+class Executor(Protocol):
+    """Runs a run's episodes."""
+
+    def run(self, tasks: Sequence[int], on_record: OnRecord) -> None:
+        """Run every task; call ``on_record`` in this process as each one finishes."""
+
+
+class ExecutorFactory(ABC):
+    """Where a run's episodes run (``RunConfig.executor``): checks a run before anything
+    is written, says what ``config.json`` records of it, and makes the executor."""
+
+    name: ClassVar[str]  # config.json's "executor"
+    # whether the episodes run on this machine: the sandbox is checked and the root file
+    # system built here, once, before the run; if not, each node does it for itself and
+    # the executor reports the root through ``on_root``
+    runs_here: ClassVar[bool] = True
+
+    def check(self, agent: str, settings: EnvSettings) -> None:  # noqa: B027 -- none here
+        """Refuse, with a :class:`~intercode.errors.ConfigError`, a run it cannot do."""
+
+    def recorded(self) -> dict[str, Any]:
+        """Its options as ``config.json`` records them (beside ``"executor"``)."""
+        return {}
+
+    @abstractmethod
+    def __call__(self, spec: WorkerSpec, workers: int, on_root: OnRoot) -> Executor:
+        """The executor of a run of ``spec`` with ``workers`` episodes at once."""
+
+
+@dataclass(frozen=True)
+class LocalExecutorFactory(ExecutorFactory):
+    """Worker processes on this machine (:class:`LocalExecutor`): the default."""
+
+    name: ClassVar[str] = "local"
+
+    def __call__(self, spec: WorkerSpec, workers: int, on_root: OnRoot) -> Executor:
+        """A :class:`LocalExecutor` (the root is this machine's: ``on_root`` unused)."""
+        return LocalExecutor(spec, workers)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from intercode.envs.bounds import task_index
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError
 from intercode.llm.client import ChatClient, ModelConfig
-from intercode.runner.executors import InlineExecutor, LocalExecutor
+from intercode.runner.executors import ExecutorFactory, InlineExecutor, LocalExecutorFactory
 from intercode.runner.folder import RunFolder
 from intercode.runner.logs import ResultsLog, check_resumable, latest_by_task, save_json
 from intercode.runner.messages import FILE_NAME as MESSAGES_FILE
@@ -57,12 +57,9 @@ class RunConfig:
     resume: bool = False
     model: ModelConfig | None = None
     strategy: StrategyOptions = field(default_factory=StrategyOptions)
-    executor: str = "local"
-    ray_address: str | None = None
-    ray_actor_cpus: float | None = None
-
-
-EXECUTORS = ("local", "ray")
+    # where the episodes run: worker processes here, or e.g. Ray actors
+    # (intercode.integrations.raycluster.executor.RayExecutorFactory)
+    executor: ExecutorFactory = field(default_factory=LocalExecutorFactory)
 
 
 def run_config(**fields: Any) -> RunConfig:
@@ -121,12 +118,12 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
     if backend is not None:
         backend = cfg.settings.sandbox  # the benchmark runs in a sandbox: the chosen one
     root: dict[str, Any] | None = None
-    if backend is not None and cfg.executor == "local":
+    if backend is not None and cfg.executor.runs_here:
         preflight(backend)  # no bwrap: one line, and no run folder left behind
         # the root file system, built here once (not by each worker) if missing
         root = rootfs.run_root(cfg.env, backend)
-    # (on Ray, each actor checks its own node as it starts, builds its own root and says
-    # which it is: the run records it when the first actor has started)
+    # (elsewhere, e.g. on Ray, each node checks itself as it starts, builds its own root and
+    # says which it is: the run records it when the executor reports the first)
     with RunFolder(cfg.output):
         return _run(cfg, dataset, tasks, progress, root)
 
@@ -163,21 +160,11 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
 
 
 def _check_executor(cfg: RunConfig) -> None:
-    if cfg.executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {cfg.executor!r} (known: {', '.join(EXECUTORS)})")
-    if cfg.executor != "ray":
-        for flag, given in (("--ray-address", cfg.ray_address),
-                            ("--ray-actor-cpus", cfg.ray_actor_cpus)):
-            if given is not None:
-                raise ConfigError(f"{flag} applies only to --executor ray")
-        return
-    if cfg.agent == "human":
-        raise ConfigError("--agent human plays at this terminal: not with --executor ray")
-    from intercode.integrations.raycluster.cluster import check_address, refuse_network, require_ray
-
-    refuse_network(cfg.settings.network)
-    check_address(cfg.ray_address)
-    require_ray()  # the extra is missing: one line before anything is written
+    if not isinstance(cfg.executor, ExecutorFactory):
+        raise ConfigError(f"executor must be an ExecutorFactory (intercode.runner.executors: "
+                          f"LocalExecutorFactory(), or e.g. intercode.integrations.raycluster."
+                          f"executor.RayExecutorFactory()), got {cfg.executor!r}")
+    cfg.executor.check(cfg.agent, cfg.settings)
 
 
 def replay_tasks(path: str | None, tasks: tuple[int, ...], chosen: bool,
@@ -236,23 +223,18 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
         previous[int(record["task"])] = record
         bar.update(record)
 
+    def on_root(node_root: dict[str, Any] | None) -> None:
+        # the nodes' root: a resumed run keeps its own; config.json records it
+        if previous and old_root is not None and node_root is not None:
+            _refuse_other_root(old_root, node_root)
+        config["rootfs"] = node_root
+        save_json(out / "config.json", config)
+
     try:
         if cfg.agent == "human":  # a person at this terminal: one episode at a time, here
             InlineExecutor(spec).run(todo, on_record)
-        elif cfg.executor == "ray":
-            from intercode.integrations.raycluster.executor import RayExecutor
-
-            def on_root(node_root: dict[str, Any] | None) -> None:
-                # the cluster's root: a resumed run keeps its own; config.json records it
-                if previous and old_root is not None and node_root is not None:
-                    _refuse_other_root(old_root, node_root)
-                config["rootfs"] = node_root
-                save_json(out / "config.json", config)
-
-            RayExecutor(spec, cfg.workers, cfg.ray_address, cpus=cfg.ray_actor_cpus or 1.0,
-                        on_root=on_root).run(todo, on_record)
         else:
-            LocalExecutor(spec, cfg.workers).run(todo, on_record)
+            cfg.executor(spec, cfg.workers, on_root).run(todo, on_record)
     finally:
         results.close()
         messages.close()
@@ -304,7 +286,7 @@ def _recorded_root(config_path: Path) -> dict[str, Any] | None:
 
 def _check_same_root(config_path: Path, root: dict[str, Any] | None) -> None:
     """A resumed run keeps its root file system; episodes on two roots are not one run."""
-    if root is None:  # no sandbox, or on Ray (checked when the first actor started)
+    if root is None:  # no sandbox, or nodes that build their own (checked when reported)
         return
     before = _recorded_root(config_path)
     if before is not None:
@@ -341,6 +323,8 @@ def _ours(rec: dict[str, Any], cfg: RunConfig, count: int) -> bool:
 def _config_record(cfg: RunConfig, revision: str, tasks: tuple[int, ...]) -> dict[str, Any]:
     data = asdict(cfg)
     data.update(data.pop("settings"))  # config.json keeps its flat layout
+    data["executor"] = cfg.executor.name
+    data.update(cfg.executor.recorded())
     data["output"] = str(cfg.output)
     data["tasks"] = list(tasks)
     data["dataset_revision"] = revision

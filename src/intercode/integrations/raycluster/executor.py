@@ -10,6 +10,9 @@ progress and summary are the local runner's.
 A task whose actor or node dies is run again on another actor, at most ``retries``
 times, then recorded as an ``error``; a task is recorded once. A fatal error (a
 refused API key, a node that cannot build the environment) stops the whole run.
+
+:class:`RayExecutorFactory` is what a run is handed to run on Ray
+(``RunConfig(executor=RayExecutorFactory(...))``; ``intercode eval --executor ray``).
 """
 
 from __future__ import annotations
@@ -19,12 +22,16 @@ import os
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from intercode.errors import RunAborted
+from intercode.errors import ConfigError, RunAborted
+from intercode.integrations.raycluster import cluster
 from intercode.integrations.raycluster.cluster import connect, require_ray
-from intercode.runner.executors import OnRecord, error_record
+from intercode.runner.executors import ExecutorFactory, OnRecord, OnRoot, error_record
 from intercode.runner.worker import WorkerSpec
+
+if TYPE_CHECKING:
+    from intercode.envs.settings import EnvSettings
 
 log = logging.getLogger(__name__)
 
@@ -296,6 +303,38 @@ class RayExecutor:
         for actor in [*self._actors, *self._retired]:
             self._forget(ray, actor)
         self._actors, self._retired = [], []
+
+
+@dataclass(frozen=True)
+class RayExecutorFactory(ExecutorFactory):
+    """A run's episodes on Ray actors (:class:`RayExecutor`), one per worker.
+
+    ``address``: the cluster (see :class:`RayExecutor`; None: $RAY_ADDRESS, else a new
+    local instance); ``actor_cpus``: CPUs each actor reserves (None: 1).
+    """
+
+    address: str | None = None
+    actor_cpus: float | None = None
+    name: ClassVar[str] = "ray"
+    runs_here: ClassVar[bool] = False  # each actor checks its node and builds its root
+
+    def check(self, agent: str, settings: EnvSettings) -> None:
+        """No person at this terminal, no sandbox network, an address Ray understands, and
+        Ray installed: each refused in one line before anything is written."""
+        if agent == "human":
+            raise ConfigError("--agent human plays at this terminal: not with --executor ray")
+        cluster.refuse_network(settings.network)
+        cluster.check_address(self.address)
+        require_ray()  # the extra is missing: one line before anything is written
+
+    def recorded(self) -> dict[str, Any]:
+        """The cluster's address and the actors' CPUs."""
+        return {"ray_address": self.address, "ray_actor_cpus": self.actor_cpus}
+
+    def __call__(self, spec: WorkerSpec, workers: int, on_root: OnRoot) -> RayExecutor:
+        """A :class:`RayExecutor` telling ``on_root`` the root its first actor mounts."""
+        return RayExecutor(spec, workers, self.address, cpus=self.actor_cpus or 1.0,
+                           on_root=on_root)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,0 +1,137 @@
+"""The options every environment command shares (eval, validate, play, serve): the
+environment, its dataset and settings, and the refusal of those that do not apply."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from intercode.benchmarks import benchmarks, get, names
+from intercode.cli.argtypes import integer, sandbox_backend, seconds
+from intercode.errors import ConfigError
+from intercode.rewards.spider import METRICS
+
+if TYPE_CHECKING:
+    from intercode.envs.settings import EnvSettings
+    from intercode.sandbox.limits import Limits
+
+MAX_WORKERS = 1024
+
+
+def limits(args: argparse.Namespace) -> Limits:
+    """The sandbox limits the options ask for."""
+    from intercode.sandbox.limits import Limits
+
+    return Limits(timeout=args.timeout)
+
+
+def dataset(args: argparse.Namespace) -> str:
+    """``--dataset``, else the environment's default dataset."""
+    return str(args.dataset or get(args.env).default_dataset)
+
+
+def settings(args: argparse.Namespace) -> EnvSettings:
+    """The environment's settings the options ask for (``--image`` is passed on to the
+    workers in the environment)."""
+    from intercode.envs.settings import EnvSettings
+
+    if args.image is not None:
+        if args.sandbox != "docker":
+            raise ConfigError("--image needs --sandbox docker")
+        os.environ["INTERCODE_DOCKER_IMAGE"] = args.image  # the workers inherit it
+
+    return EnvSettings(limits=limits(args),
+                       upstream_quirks=getattr(args, "upstream_quirks", False),
+                       sql_backend=args.backend, mysql_url=args.mysql_url, network=args.network,
+                       sql_max_rows=args.sql_max_rows,
+                       sql_max_result_rows=args.sql_max_result_rows,
+                       sql_metric=args.sql_metric, test_timeout=args.test_timeout,
+                       gold_cache=not args.no_gold_cache, sandbox=args.sandbox)
+
+
+class EnvNames(Sequence[str]):
+    """The environment names, looked up when argparse first checks or shows them: the
+    plugin scan costs start-up time that `intercode --help` need not pay."""
+
+    def __getitem__(self, index: Any) -> Any:
+        return names()[index]
+
+    def __len__(self) -> int:
+        return len(names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in names()
+
+
+def add_env_options(p: argparse.ArgumentParser, env_option: bool = False) -> None:
+    """The environment (an argument, or ``--env`` when ``env_option``) and its options."""
+    envs = EnvNames()
+    what = "environment: %(choices)s (the built-in ones and every installed plugin)"
+    if env_option:  # `serve`: --env ENV
+        p.add_argument("--env", required=True, choices=envs, metavar="ENV", help=what)
+    else:
+        p.add_argument("env", nargs="?", default="bash", choices=envs, metavar="ENV",
+                       help=what)
+    p.add_argument("--dataset", default=None,
+                   help="a dataset name (see `intercode datasets`) or a JSON Lines file of "
+                        "your own tasks (docs/datasets.md); default: the environment's")
+    p.add_argument("--timeout", type=seconds(), default=10.0,
+                   help="seconds per action (10; at most a day)")
+    p.add_argument("--backend", default=None, choices=["sqlite", "mysql"],
+                   help="sql: SQL backend (sqlite)")
+    p.add_argument("--mysql-url", default=None,
+                   help="sql: MySQL/MariaDB server for --backend mysql: mysql://user:pw@host:port")
+    p.add_argument("--sql-max-rows", type=integer(1), default=None,
+                   help="sql: result rows shown in an observation (1000)")
+    p.add_argument("--sql-max-result-rows", type=integer(1), default=None,
+                   help="sql: result rows kept for the reward (200000)")
+    p.add_argument("--sql-metric", default=None, choices=list(METRICS),
+                   help="sql: the Spider metric reported as exec_match: exec_match (the "
+                        "official evaluator with --keep_distinct, default) or "
+                        "exec_match_nodistinct (its default: DISTINCT deleted)")
+    p.add_argument("--test-timeout", type=seconds(), default=None,
+                   help="python: seconds per test statement when scoring (5)")
+    p.add_argument("--network", action="store_true",
+                   help="ctf: give the sandbox an isolated network (bwrap: slirp4netns; docker: "
+                        "the bridge network intercode-isolated), so the tasks that need it run; "
+                        "it cannot reach the host's loopback services")
+    p.add_argument("--no-gold-cache", action="store_true",
+                   help="bash: run the gold every episode instead of reusing its result "
+                        "stored by an earlier run (see README: the gold cache)")
+    p.add_argument("--sandbox", default="bwrap", type=sandbox_backend,
+                   help="sandbox backend: bwrap (bubblewrap, default), docker (a Docker "
+                        "engine; see docs/docker.md), or one a plugin registers")
+    p.add_argument("--image", default=None, metavar="NAME",
+                   help="docker: the image the sandboxes run (default: $INTERCODE_DOCKER_IMAGE, "
+                        "else the one `intercode image build` makes)")
+    p.add_argument("--host-network", action="store_true",
+                   help="ctf: share the host's network instead (host loopback services, e.g. "
+                        "a local MariaDB, become reachable)")
+    p.add_argument("--rootfs", default=None, metavar="pinned|host|DIR",
+                   help="the sandbox's /usr and /etc: pinned (default: a minimal Debian "
+                        "root built once from the package lists, see docs/images.md), host "
+                        "(the host's tools), or a prepared root directory "
+                        "(also: $INTERCODE_ROOTFS)")
+
+
+def refuse_inapplicable(args: argparse.Namespace) -> None:
+    """Refuse environment options that do nothing for the chosen environment (a silently
+    ignored option is a run the user did not ask for)."""
+    options = get(args.env).options
+    for flag, option, given in (("--backend", "sql_backend", args.backend is not None),
+                                ("--mysql-url", "mysql_url", args.mysql_url is not None),
+                                ("--network", "network", args.network or args.host_network),
+                                ("--sql-max-rows", "sql_max_rows", args.sql_max_rows is not None),
+                                ("--sql-max-result-rows", "sql_max_result_rows",
+                                 args.sql_max_result_rows is not None),
+                                ("--sql-metric", "sql_metric", args.sql_metric is not None),
+                                ("--test-timeout", "test_timeout", args.test_timeout is not None),
+                                ("--no-gold-cache", "gold_cache", args.no_gold_cache)):
+        if given and option not in options:
+            takers = [b.name for b in benchmarks() if option in b.options]
+            raise ConfigError(f"{flag} applies only to the {' and '.join(takers) or 'no'} "
+                              f"environment, not {args.env}")
+    if args.mysql_url is not None and args.backend != "mysql":
+        raise ConfigError("--mysql-url needs --backend mysql")
