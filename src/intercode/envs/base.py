@@ -65,7 +65,7 @@ class IntercodeEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.action_space = AnyText(max_length=MAX_ACTION, min_length=1)
         self._longest_query = max((len(task.query) for task in self.dataset), default=0)
-        self.limit_observations(MAX_OBSERVATION)
+        self._limit_observations(MAX_OBSERVATION)
         self.task: Task | None = None
         self.turn = 0
         self.done = True
@@ -114,7 +114,7 @@ class IntercodeEnv(gym.Env[str, str]):
         """The final score of a submission (by default: the current state's)."""
         return self.evaluate()
 
-    def submission_ends(self, result: Evaluation) -> bool:
+    def _submission_ends(self, result: Evaluation) -> bool:
         """Whether a submission ends the episode (CTF: only a right flag, by default)."""
         return True
 
@@ -132,7 +132,7 @@ class IntercodeEnv(gym.Env[str, str]):
     def warm_up(self) -> None:
         """Start what the environment needs now (sandboxes), so that failures show early."""
 
-    def limit_observations(self, chars: int) -> None:
+    def _limit_observations(self, chars: int) -> None:
         """Make the observation space the texts of up to ``chars`` characters (or of the
         longest query of the dataset, if longer).
 
@@ -144,7 +144,7 @@ class IntercodeEnv(gym.Env[str, str]):
         self.max_observation = max(chars, self._longest_query)
         self.observation_space = AnyText(max_length=self.max_observation)
 
-    def fit_observation(self, text: str) -> str:
+    def _fit_observation(self, text: str) -> str:
         """``text``, or its start and a note if it is longer than the observation space
         allows (a bad action never raises)."""
         limit = self.max_observation
@@ -393,12 +393,12 @@ class IntercodeEnv(gym.Env[str, str]):
             result = self.submit(argument)
             info = {"turn": self.turn, "submitted": True, "success": result.success,
                     **result.info}
-            if not self.submission_ends(result):
-                observation = self.fit_observation(str(result.info.get("observation", "")))
+            if not self._submission_ends(result):
+                observation = self._fit_observation(str(result.info.get("observation", "")))
                 self.history.append((action, observation))
                 return observation, float(result.reward), False, False, info
             self.done = True
-            return self.last_observation(), float(result.reward), True, False, info
+            return self._last_observation(), float(result.reward), True, False, info
         if keyword == self.skip_keyword:
             self.done = True
             return "", 0.0, True, False, {"turn": self.turn, "skipped": True, "success": False}
@@ -406,7 +406,7 @@ class IntercodeEnv(gym.Env[str, str]):
         if self.restore_note:
             sep = "" if not observation or observation.endswith("\n") else "\n"
             observation, self.restore_note = observation + sep + self.restore_note, ""
-        observation = self.fit_observation(observation)
+        observation = self._fit_observation(observation)
         self.history.append((action, observation))
         return observation, 0.0, False, False, {"turn": self.turn, **info}
 
@@ -432,7 +432,7 @@ class IntercodeEnv(gym.Env[str, str]):
         self._spares.parent = None
         super().close()
 
-    def last_observation(self) -> str:
+    def _last_observation(self) -> str:
         """The last action's observation (the query if no action ran yet)."""
         if self.history:
             return self.history[-1][1]

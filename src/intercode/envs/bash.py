@@ -86,7 +86,7 @@ class BashEnv(IntercodeEnv):
         super().__init__(dataset, render_mode=render_mode)
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self.layout = arguments.optional("layout", layout, Layout) or Layout()
-        self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
+        self._limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
         sandbox = arguments.factory(sandbox)
         arguments.flag("upstream_quirks", upstream_quirks)
@@ -207,7 +207,7 @@ class BashEnv(IntercodeEnv):
             raise RewardError("no task loaded")
         try:
             agent_box = self._sandbox("agent")
-            agent = BashSnapshot(tuple(agent_box.diff(IGNORED_NAMES)), self.last_observation())
+            agent = BashSnapshot(tuple(agent_box.diff(IGNORED_NAMES)), self._last_observation())
             gold, _ = self._gold_result()
             paths = common_added(agent.changes, gold.changes)
             stored = self._gold_diskd

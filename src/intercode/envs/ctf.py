@@ -82,7 +82,7 @@ class CtfEnv(IntercodeEnv):
                  upstream_quirks: bool = False, render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
-        self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
+        self._limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
         base = (arguments.optional("layout", layout, Layout)
                 or Layout(rootfs=benchmark_root("ctf")))
@@ -184,7 +184,7 @@ class CtfEnv(IntercodeEnv):
                 "observation": "" if right else WRONG_FLAG}
         return Evaluation(1.0 if right else 0.0, right, info)
 
-    def submission_ends(self, result: Evaluation) -> bool:
+    def _submission_ends(self, result: Evaluation) -> bool:
         """A right flag ends the episode; a wrong one only at ``max_submissions``."""
         if result.success:
             return True

@@ -89,7 +89,7 @@ class PythonEnv(IntercodeEnv):
         self.upstream_quirks = arguments.flag("upstream_quirks", upstream_quirks)
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self.layout = arguments.optional("layout", layout, Layout) or Layout()
-        self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
+        self._limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
         if not (isinstance(test_timeout, int | float) and 0 < test_timeout <= 3600):
             raise ConfigError(f"test_timeout must be a number of seconds in (0, 3600], "

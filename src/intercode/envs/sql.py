@@ -132,7 +132,7 @@ class SqlEnv(IntercodeEnv):
         self.metric = metric
         self.limits = arguments.optional("limits", limits, SqlLimits) or SqlLimits()
         arguments.optional("mysql_url", mysql_url, str)
-        self.limit_observations(MAX_RESULT_CHARS + NOTE_CHARS)  # results are cut there
+        self._limit_observations(MAX_RESULT_CHARS + NOTE_CHARS)  # results are cut there
         require_backend(sandbox_backend)
         self._owns_backend = not isinstance(backend, SqlBackend)
         self.backend = make_backend(backend, self.limits, mysql_url,
