@@ -26,7 +26,7 @@ ENDED_MESSAGE = "The episode has ended."
 
 
 @dataclass(frozen=True)
-class Step:
+class StepReport:
     """What one action gave: its output, its score (Try Again; a submission: its reward;
     ``None`` when not scored), whether the episode ended, and what the action reported."""
 
@@ -39,7 +39,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Result:
+class EpisodeResult:
     """The episode's reward, success and reward parts (the environment's ``info``), the
     turn that earned it (``None``: the final state's) and whether a submission decided
     it (``info`` is then the submission step's)."""
@@ -55,7 +55,7 @@ class EpisodeDriver:
     """An episode of task ``index`` on ``env`` (reset on creation), action by action.
 
     ``turns`` counts every turn (replies without an action included), ``done`` says
-    whether the episode ended; :meth:`finish` gives the :class:`Result`.
+    whether the episode ended; :meth:`finish` gives the :class:`EpisodeResult`.
     """
 
     def __init__(self, env: IntercodeEnv, index: int, score_each_turn: bool = True,
@@ -72,13 +72,13 @@ class EpisodeDriver:
         self.done = False
         self.best: Evaluation | None = None
         self.best_turn: int | None = None
-        self.result: Result | None = None
+        self.result: EpisodeResult | None = None
 
-    def act(self, action: str) -> Step:
+    def act(self, action: str) -> StepReport:
         """Run one action: ``skip``, a submission (``submit [answer]``, as the
         environment parses it) or code."""
         if self.done:
-            return Step(ENDED_MESSAGE, None, True)
+            return StepReport(ENDED_MESSAGE, None, True)
         text = action.strip()
         if text == self.env.skip_keyword:
             return self.skip()
@@ -90,28 +90,28 @@ class EpisodeDriver:
         """A reply without an action: a turn, not executed, scored 0 (as upstream)."""
         self.turns += 1
 
-    def skip(self) -> Step:
+    def skip(self) -> StepReport:
         """Give up: the episode ends (its final state is scored by :meth:`finish`)."""
         self._turn()
         self.done = True
-        return Step("", 0.0, True)
+        return StepReport("", 0.0, True)
 
-    def submit(self, action: str) -> Step:
+    def submit(self, action: str) -> StepReport:
         """Step the submission ``action``; it ends the episode unless the environment goes
         on (a wrong CTF flag)."""
         self._turn()
         observation, reward, terminated, _, info = self.env.step(action)
         if not terminated:
-            return Step(observation, float(reward), False, submitted=True)
+            return StepReport(observation, float(reward), False, submitted=True)
         self.done = True
         if self.score_each_turn and self.best is not None and self.best.reward > float(reward):
             self.result = self._of(self.best, self.best_turn)
         else:
-            self.result = Result(float(reward), bool(info.get("success")), info,
+            self.result = EpisodeResult(float(reward), bool(info.get("success")), info,
                                  self.turns - 1, submitted=True)
-        return Step(observation, float(reward), True, submitted=True)
+        return StepReport(observation, float(reward), True, submitted=True)
 
-    def execute(self, action: str, stop_at_success: bool | None = None) -> Step:
+    def execute(self, action: str, stop_at_success: bool | None = None) -> StepReport:
         """Run ``action`` as code (scored under Try Again); ``stop_at_success``, if given,
         in place of the episode's (a policy's may change during the episode)."""
         self._turn()
@@ -125,10 +125,10 @@ class EpisodeDriver:
         if terminated or truncated:
             self.done = True
         ran = ActionInfo.read(info)
-        return Step(observation, None if score is None else score.reward, self.done,
+        return StepReport(observation, None if score is None else score.reward, self.done,
                     exit_code=ran.exit_code, timed_out=ran.timed_out)
 
-    def finish(self) -> Result:
+    def finish(self) -> EpisodeResult:
         """The episode's result: the one a submission decided, else the best score (Try
         Again), else the final state's (0 if every turn was a reply without an action).
         The episode ends."""
@@ -137,13 +137,13 @@ class EpisodeDriver:
         self.done = True
         if self.best is None:
             if self.turns and not self.valid_turns:
-                self.result = Result(0.0, False)
+                self.result = EpisodeResult(0.0, False)
                 return self.result
             self.best = self.env.evaluate()
         self.result = self._of(self.best, self.best_turn)
         return self.result
 
-    def end(self, result: Result) -> None:
+    def end(self, result: EpisodeResult) -> None:
         """End the episode with ``result`` (e.g. an agent's fault, scored 0)."""
         self.done = True
         self.result = result
@@ -153,5 +153,5 @@ class EpisodeDriver:
         self.valid_turns += 1
 
     @staticmethod
-    def _of(result: Evaluation, turn: int | None) -> Result:
-        return Result(result.reward, result.success, result.info, turn)
+    def _of(result: Evaluation, turn: int | None) -> EpisodeResult:
+        return EpisodeResult(result.reward, result.success, result.info, turn)

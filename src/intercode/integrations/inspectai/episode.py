@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from intercode.envs.base import IntercodeEnv
-from intercode.envs.driver import RETRY_MESSAGE, EpisodeDriver, Result
+from intercode.envs.driver import RETRY_MESSAGE, EpisodeDriver, EpisodeResult
 from intercode.envs.info import plain
 from intercode.envs.pool import WarmPool
 from intercode.errors import AgentFault
@@ -119,12 +119,12 @@ class Episode:
         return self.outcome
 
     def _fault(self, exc: AgentFault) -> Outcome:
-        self._driver.end(Result(0.0, False))
+        self._driver.end(EpisodeResult(0.0, False))
         self.outcome = Outcome(0.0, False, turns=self.turns, agent_fault=str(exc))
         return self.outcome
 
 
-def _outcome(result: Result, turns: int) -> Outcome:
+def _outcome(result: EpisodeResult, turns: int) -> Outcome:
     if result.submitted:
         parts = {k: v for k, v in result.info.items()
                  if k not in ("turn", "submitted", "success")}
