@@ -51,7 +51,7 @@ def client_openenv(url: str, seed: int) -> None:
 
     from intercode.benchmarks import get
     from intercode.datasets import load_dataset
-    from intercode.integrations.serve.openenv import IntercodeEnv, ServerError
+    from intercode.integrations.serve.openenv import IntercodeEnvClient, ServerError
 
     benchmark = get("bash")
     tasks = load_dataset(DATASET, "bash")
@@ -60,7 +60,7 @@ def client_openenv(url: str, seed: int) -> None:
     async def play() -> None:
         while True:
             try:
-                async with IntercodeEnv(base_url=url, message_timeout_s=CALL_TIMEOUT) as env:
+                async with IntercodeEnvClient(base_url=url, message_timeout_s=CALL_TIMEOUT) as env:
                     while True:
                         task = rng.choice(tasks)
                         await env.reset(task=task.index)

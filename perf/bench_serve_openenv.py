@@ -5,7 +5,7 @@ Run by hand (not a test), on loopback:
                                              [--runs 300] [--json out.json]
 
 Measures (bash, bash-demo; the server is `intercode serve openenv` in a subprocess):
-  step       `echo hi` as Session.execute in this process, and as IntercodeEnv.step over
+  step       `echo hi` as Session.execute in this process, and as IntercodeEnvClient.step over
              the WebSocket (one client, one step at a time): p50/p99; overhead = the
              difference of the medians (what the protocol adds: JSON, WebSocket, the
              server's event loop and its thread hop)
@@ -35,7 +35,7 @@ from typing import Any
 
 from intercode.benchmarks import get
 from intercode.datasets import load_dataset
-from intercode.integrations.serve.openenv import IntercodeEnv, ServerError
+from intercode.integrations.serve.openenv import IntercodeEnvClient, ServerError
 from intercode.integrations.serve.sessions import ServeConfig, SessionPool
 
 DATASET = "bash-demo"
@@ -202,7 +202,7 @@ def in_process(runs: int) -> dict[str, float]:
 
 
 async def over_openenv(url: str, runs: int) -> dict[str, float]:
-    async with IntercodeEnv(base_url=url, message_timeout_s=60) as env:
+    async with IntercodeEnvClient(base_url=url, message_timeout_s=60) as env:
         await env.reset(task=0)
         for _ in range(20):
             await env.step("echo hi")
@@ -221,7 +221,7 @@ async def load(url: str, clients: int, episodes: int) -> dict[str, Any]:
     rewards: list[float] = []
 
     async def client(number: int) -> None:
-        async with IntercodeEnv(base_url=url, message_timeout_s=120) as env:
+        async with IntercodeEnvClient(base_url=url, message_timeout_s=120) as env:
             for episode in range(episodes):
                 task = tasks[(number + episode) % len(tasks)]
                 await env.reset(task=task.index)
@@ -243,17 +243,17 @@ async def load(url: str, clients: int, episodes: int) -> dict[str, Any]:
 
 
 async def hold(url: str, pid: int, sessions: int) -> dict[str, Any]:
-    async with IntercodeEnv(base_url=url) as one:  # everything imported and warm
+    async with IntercodeEnvClient(base_url=url) as one:  # everything imported and warm
         await one.reset(task=0)
         await one.step("echo hi")
     await asyncio.sleep(1.0)
     base_rss = rss_kib(pid)
     base_boxes = sum(rss_kib(p) for p in descendants(pid))
-    envs = [IntercodeEnv(base_url=url, message_timeout_s=300) for _ in range(sessions)]
+    envs = [IntercodeEnvClient(base_url=url, message_timeout_s=300) for _ in range(sessions)]
     held = 0
     errors: list[str] = []
 
-    async def open_one(env: IntercodeEnv, number: int) -> None:
+    async def open_one(env: IntercodeEnvClient, number: int) -> None:
         nonlocal held
         try:
             await env.connect()
@@ -271,7 +271,7 @@ async def hold(url: str, pid: int, sessions: int) -> dict[str, Any]:
     boxes = sum(rss_kib(p) for p in descendants(pid))
     busy = None
     try:
-        async with IntercodeEnv(base_url=url) as extra:
+        async with IntercodeEnvClient(base_url=url) as extra:
             await extra.reset(task=0)
     except ServerError as exc:
         busy = exc.code

@@ -2,7 +2,7 @@
 nothing of the closed fork's agent into the next fork.
 
 ``fork()`` keeps warm spares; a fork closed on the thread that made it gives its agent
-sandbox back to the environment it was forked from (``IntercodeEnv._recycle``): the
+sandbox back to the environment it was forked from (``intercode.envs.spares``): the
 sandbox is reset (every process killed, the pristine tree, a fresh shell or
 interpreter or engine), then reset again to the parent's task, before the next fork
 copies the parent's state into it. Whatever the closed fork's agent left (files,
@@ -52,9 +52,9 @@ def agent_box(env: IntercodeEnv) -> Sandbox:
 def next_fork_in(env: IntercodeEnv, box: Sandbox) -> IntercodeEnv:
     """The next fork, which must run in ``box`` (the closed fork's, given back): the
     other spares are closed first."""
-    spares = [pending.result() for pending in env._spares]
-    while len(env._spares) > 1:
-        dropped = env._spares.popleft().result()
+    spares = [pending.result() for pending in env._spares.pending]
+    while len(env._spares.pending) > 1:
+        dropped = env._spares.pending.popleft().result()
         if dropped is not None:
             dropped.close()
     assert spares[-1] is not None and agent_box(spares[-1]) is box

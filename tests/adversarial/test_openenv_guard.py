@@ -164,7 +164,7 @@ def test_a_foreign_origin_is_refused_on_every_route(port, method, path):
 def test_foreign_pages_cannot_hold_the_session_slots(port):
     """Handshakes from a page (held open) take none of the ``--max-sessions`` (2) slots:
     a program still gets a session and runs an episode."""
-    from intercode.integrations.serve.openenv import IntercodeEnv
+    from intercode.integrations.serve.openenv import IntercodeEnvClient
 
     held = []
     try:
@@ -177,7 +177,7 @@ def test_foreign_pages_cannot_hold_the_session_slots(port):
                           f"Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: "
                           "13\r\n\r\n").encode())
             assert sock.recv(65536).startswith(b"HTTP/1.1 403 ")
-        with IntercodeEnv(base_url=f"http://127.0.0.1:{port}",
+        with IntercodeEnvClient(base_url=f"http://127.0.0.1:{port}",
                           message_timeout_s=60).sync() as env:
             result = env.reset(task=0)
             assert result.observation.query
@@ -221,7 +221,7 @@ def test_programs_and_the_servers_own_pages_are_served(port):
 def test_the_projects_client_says_why_it_was_refused():
     """A server that does not answer the client's Host (421) or Origin (403): the client
     says so with the server's reason, not a bare status."""
-    from intercode.integrations.serve.openenv import IntercodeEnv
+    from intercode.integrations.serve.openenv import IntercodeEnvClient
 
     detail = HostPolicy("127.0.0.1").refusal(["gpu.lan:8000"], [], 8000)
     assert detail is not None and "\n" not in detail.message
@@ -239,7 +239,7 @@ def test_the_projects_client_says_why_it_was_refused():
 
         thread = threading.Thread(target=answer, daemon=True)
         thread.start()
-        client = IntercodeEnv(base_url=f"http://127.0.0.1:{port}").sync()
+        client = IntercodeEnvClient(base_url=f"http://127.0.0.1:{port}").sync()
         with pytest.raises(ConnectionError) as refused:
             client.connect()
         thread.join(timeout=30)

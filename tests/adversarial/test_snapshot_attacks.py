@@ -208,8 +208,8 @@ def test_the_agent_cannot_see_or_reach_the_fork_spare():
         env.step("echo parent > /tmp/f")
         before = env.step(count)[0]
         env.fork().close()
-        assert env._spares
-        spare = env._spares[0].result()
+        assert env._spares.pending
+        spare = env._spares.pending[0].result()
         assert spare is not None
         spare._agent.start()  # booted: its processes run now
         assert env.step(count)[0] == before

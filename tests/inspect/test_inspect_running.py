@@ -24,7 +24,7 @@ def test_a_cancelled_episode_closes_its_environment():
 
     anyio.run(body)
     env = seen["env"]
-    idle = [e for envs in POOL._idle.values() for e in envs]
+    idle = POOL.idle_envs()
     assert env not in idle  # not given back ...
     assert env._agent is None and env._gold is None  # ... but closed
     assert state.store.get(STORE_KEY) is None  # not scored
@@ -42,7 +42,7 @@ def test_a_finished_episode_is_scored_and_its_environment_reused():
             episode.act("SELECT 1")
 
     anyio.run(body)
-    idle = [e for envs in POOL._idle.values() for e in envs]
+    idle = POOL.idle_envs()
     assert seen["env"] in idle
     outcome = state.store.get(STORE_KEY)
     assert outcome["turns"] == 1 and outcome["reward"] < 1 and outcome["action"] == "SELECT 1"

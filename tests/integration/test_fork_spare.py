@@ -52,8 +52,8 @@ def agent_box(env: IntercodeEnv) -> Sandbox:
 
 def spare_of(env: IntercodeEnv) -> IntercodeEnv:
     """The spare the next fork takes (waits until it was begun)."""
-    assert env._spares
-    spare = env._spares[0].result()
+    assert env._spares.pending
+    spare = env._spares.pending[0].result()
     assert spare is not None
     return spare
 
@@ -79,7 +79,7 @@ def test_a_fork_begins_a_spare_and_the_next_fork_takes_it(env: IntercodeEnv) -> 
         second = env.fork()
         try:
             assert second is spare  # handed over, not a new environment
-            assert len(env._spares) == env.fork_spares  # refilled
+            assert len(env._spares.pending) == env.fork_spares  # refilled
             assert spare_of(env) is not spare
             name = env.env_name
             expected = env.step(READ[name])[0]
@@ -105,9 +105,9 @@ def test_the_spare_is_closed_with_its_environment(env: IntercodeEnv) -> None:
     box = agent_box_begun(spare)
     pid = bwrap_pid(box)
     assert pid_alive(pid)
-    others = [agent_box_begun(p.result()) for p in list(env._spares)[1:]]
+    others = [agent_box_begun(p.result()) for p in list(env._spares.pending)[1:]]
     env.close()
-    assert not env._spares
+    assert not env._spares.pending
     assert not box.alive and not any(b.alive for b in others)
     assert not pid_alive(pid)  # killed and reaped: no sandbox outlives close()
 
@@ -142,10 +142,10 @@ def test_fork_spare_off_keeps_none_and_closes_the_one_kept(env: IntercodeEnv) ->
     env.fork().close()
     box = agent_box_begun(spare_of(env))
     env.fork_spare = False
-    assert not env._spares and not box.alive
+    assert not env._spares.pending and not box.alive
     fork = env.fork()
     try:
-        assert not env._spares
+        assert not env._spares.pending
         name = env.env_name
         assert fork.step(READ[name])[0] == env.step(READ[name])[0]
         assert fork.fork_spare is True or os.environ.get("INTERCODE_FORK_SPARE") == "0"
@@ -161,7 +161,7 @@ def test_the_environment_variable_turns_the_spare_off(monkeypatch: pytest.Monkey
         assert env.fork_spare is False
         env.reset(options={"task": 0})
         env.fork().close()
-        assert not env._spares
+        assert not env._spares.pending
     finally:
         env.close()
 
@@ -174,15 +174,15 @@ def test_the_number_of_spares_follows_the_setting(monkeypatch: pytest.MonkeyPatc
         assert env.fork_spares == 3
         env.reset(options={"task": 0})
         fork = env.fork()
-        assert len(env._spares) == 3
+        assert len(env._spares.pending) == 3
         fork.close()  # its sandbox comes back as a spare: a fourth (one more at most)
-        assert len(env._spares) == 4
+        assert len(env._spares.pending) == 4
         kept = [agent_box_begun(spare_of(env))]
         env.fork_spares = 1  # the spares beyond it are closed, the first one begun kept
-        assert len(env._spares) == 1 and spare_of(env)._agent is kept[0]  # type: ignore[attr-defined]
+        assert len(env._spares.pending) == 1 and spare_of(env)._agent is kept[0]  # type: ignore[attr-defined]
         fork = env.fork()
         try:
-            assert agent_box(fork) is kept[0] and len(env._spares) == 1
+            assert agent_box(fork) is kept[0] and len(env._spares.pending) == 1
         finally:
             fork.close()
     finally:
@@ -203,9 +203,9 @@ def test_begin_spare_makes_even_the_first_fork_take_a_spare(env: IntercodeEnv) -
 
 def only_spare(env: IntercodeEnv) -> IntercodeEnv:
     """Wait for every spare; close all but the last one kept (the next fork takes it)."""
-    spares = [pending.result() for pending in env._spares]
+    spares = [pending.result() for pending in env._spares.pending]
     for _ in spares[:-1]:
-        dropped = env._spares.popleft().result()
+        dropped = env._spares.pending.popleft().result()
         if dropped is not None:
             dropped.close()
     last = spares[-1]
@@ -223,7 +223,7 @@ def test_a_closed_forks_sandbox_comes_back_as_a_spare_in_the_parents_state(
     first.step(CHANGE[name].format(who="first"))
     box = agent_box(first)
     first.close()
-    assert len(env._spares) == 2  # the spare begun by the fork, and the one given back
+    assert len(env._spares.pending) == 2  # the spare begun by the fork, and the one given back
     recycled = only_spare(env)
     assert agent_box(recycled) is box and box.alive
     fork = env.fork()
@@ -243,11 +243,11 @@ def test_a_fork_closed_on_another_thread_is_not_recycled(env: IntercodeEnv) -> N
 
     fork = env.fork()
     box = agent_box(fork)
-    before = len(env._spares)
+    before = len(env._spares.pending)
     closer = threading.Thread(target=fork.close)
     closer.start()
     closer.join()
-    assert len(env._spares) == before
+    assert len(env._spares.pending) == before
     assert not box.alive
 
 

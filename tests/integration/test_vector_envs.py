@@ -77,9 +77,9 @@ def test_observation_spaces_follow_the_limits():
 
 def test_a_longer_observation_is_cut_with_a_note_and_stays_in_the_space():
     env = BashEnv("bash-demo")
-    env.limit_observations(200)
-    assert env.fit_observation("é" * 200) == "é" * 200
-    cut = env.fit_observation("é" * 1000)
+    env._limit_observations(200)
+    assert env._fit_observation("é" * 200) == "é" * 200
+    cut = env._fit_observation("é" * 1000)
     assert len(cut) == 200 and cut.startswith("é" * 50)
     assert cut.endswith("[intercode] the observation was cut here: it had 1000 characters, "
                         "the observation space holds 200")

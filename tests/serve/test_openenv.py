@@ -1,4 +1,4 @@
-"""``intercode serve openenv`` driven by OpenEnv's own client machinery (IntercodeEnv).
+"""``intercode serve openenv`` driven by OpenEnv's own client machinery (IntercodeEnvClient).
 
 The servers run in subprocesses on free ports, one per environment, started together
 once for the module; the bash one wants a bearer token, keeps no warm environments (so a
@@ -29,7 +29,7 @@ from intercode.benchmarks import get
 from intercode.datasets import load_dataset
 from intercode.integrations.serve.openenv import (
     IntercodeAction,
-    IntercodeEnv,
+    IntercodeEnvClient,
     ServerError,
 )
 from intercode.integrations.serve.sessions import MAX_CODE_CHARS
@@ -57,9 +57,9 @@ class Server:
     stderr: Path
     token: str | None
 
-    def client(self, token: str | None = "default", **kwargs: object) -> IntercodeEnv:
+    def client(self, token: str | None = "default", **kwargs: object) -> IntercodeEnvClient:
         tok = self.token if token == "default" else token
-        return IntercodeEnv(base_url=self.url, token=tok, message_timeout_s=60, **kwargs)
+        return IntercodeEnvClient(base_url=self.url, token=tok, message_timeout_s=60, **kwargs)
 
 
 def _start(env: str, tmp: Path) -> tuple[subprocess.Popen[str], Path]:
@@ -464,8 +464,8 @@ def _resets(client) -> bool:
 
 KILLED_CLIENT = """
 import sys
-from intercode.integrations.serve.openenv import IntercodeEnv
-env = IntercodeEnv(base_url=sys.argv[1], token=sys.argv[2], message_timeout_s=60).sync()
+from intercode.integrations.serve.openenv import IntercodeEnvClient
+env = IntercodeEnvClient(base_url=sys.argv[1], token=sys.argv[2], message_timeout_s=60).sync()
 env.reset(task=0)
 print("reset", flush=True)
 env.step("sleep 5")

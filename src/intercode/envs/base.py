@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import copy
 import inspect
-import logging
 import os
-import threading
-import weakref
 from abc import abstractmethod
-from collections import deque
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NoReturn, SupportsFloat, SupportsIndex
 
 import gymnasium as gym
@@ -27,11 +22,10 @@ from intercode.envs.bounds import MAX_ACTION, MAX_OBSERVATION, task_index
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import Registry, Snapshot
 from intercode.envs.spaces import AnyText
+from intercode.envs.spares import DEFAULT_SPARES, Spares, spares_wanted
 from intercode.errors import ConfigError, EnvStateError, SnapshotUnsupported, TaskUnavailable
 from intercode.execstate import ExecState
 from intercode.sandbox.base import Sandbox
-
-log = logging.getLogger(__name__)
 
 
 class Evaluation:
@@ -72,7 +66,7 @@ class IntercodeEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.action_space = AnyText(max_length=MAX_ACTION, min_length=1)
         self._longest_query = max((len(task.query) for task in self.dataset), default=0)
-        self.limit_observations(MAX_OBSERVATION)
+        self._limit_observations(MAX_OBSERVATION)
         self.task: Task | None = None
         self.turn = 0
         self.done = True
@@ -80,14 +74,7 @@ class IntercodeEnv(gym.Env[str, str]):
         self._available: list[int] | None = None
         self._snapshots = Registry()
         self.restore_note = ""  # said with the first observation after a restore
-        self._spares: deque[Future[IntercodeEnv | None]] = deque()  # see fork_spares
-        self._fork_spares = spares_wanted(os.environ.get("INTERCODE_FORK_SPARE", ""))
-        self._spareless = False  # prestart() said this environment cannot keep a spare
-        self._ready_task: int | None = None  # a spare's episode begun in the background
-        # a fork: the environment it was forked from and the thread that forked it (its
-        # agent's sandbox goes back to that environment as a warm spare when it is closed)
-        self._forked_from: weakref.ref[IntercodeEnv] | None = None
-        self._forked_on = 0
+        self._spares = Spares(spares_wanted(os.environ.get("INTERCODE_FORK_SPARE", "")))
         self._closed = False
 
     @classmethod
@@ -128,7 +115,7 @@ class IntercodeEnv(gym.Env[str, str]):
         """The final score of a submission (by default: the current state's)."""
         return self.evaluate()
 
-    def submission_ends(self, result: Evaluation) -> bool:
+    def _submission_ends(self, result: Evaluation) -> bool:
         """Whether a submission ends the episode (CTF: only a right flag, by default)."""
         return True
 
@@ -146,7 +133,7 @@ class IntercodeEnv(gym.Env[str, str]):
     def warm_up(self) -> None:
         """Start what the environment needs now (sandboxes), so that failures show early."""
 
-    def limit_observations(self, chars: int) -> None:
+    def _limit_observations(self, chars: int) -> None:
         """Make the observation space the texts of up to ``chars`` characters (or of the
         longest query of the dataset, if longer).
 
@@ -158,7 +145,7 @@ class IntercodeEnv(gym.Env[str, str]):
         self.max_observation = max(chars, self._longest_query)
         self.observation_space = AnyText(max_length=self.max_observation)
 
-    def fit_observation(self, text: str) -> str:
+    def _fit_observation(self, text: str) -> str:
         """``text``, or its start and a note if it is longer than the observation space
         allows (a bad action never raises)."""
         limit = self.max_observation
@@ -185,15 +172,17 @@ class IntercodeEnv(gym.Env[str, str]):
         raise SnapshotUnsupported(f"the {self.env_name} environment ({type(self).__name__}) "
                                   "cannot fork")
 
-    def fork_state(self) -> ExecState:
-        """What :meth:`fork` hands to :meth:`transfer_state` (by default a snapshot's
-        state, :meth:`save_state`)."""
-        return self.save_state()
-
     def sibling(self) -> IntercodeEnv:
         """A new environment configured as this one (for :meth:`fork`)."""
         args, kwargs = self._init_args
         return type(self)(*args, **kwargs)
+
+    def _fork_state(self) -> ExecState:
+        """What :meth:`fork` hands to :meth:`transfer_state` (by default a snapshot's
+        state, :meth:`save_state`)."""
+        return self.save_state()
+
+    # -- the warm spares of fork() (see intercode.envs.spares) ---------------------------
 
     @property
     def fork_spare(self) -> bool:
@@ -202,11 +191,11 @@ class IntercodeEnv(gym.Env[str, str]):
         sandbox each; how many: :attr:`fork_spares`). On by default; off with
         ``INTERCODE_FORK_SPARE=0`` or by setting this to False, which also closes the
         spares kept now (True again keeps the default number)."""
-        return self._fork_spares > 0
+        return self._spares.wanted > 0
 
     @fork_spare.setter
     def fork_spare(self, on: bool) -> None:
-        self.fork_spares = (self._fork_spares or DEFAULT_SPARES) if on else 0
+        self.fork_spares = (self._spares.wanted or DEFAULT_SPARES) if on else 0
 
     @property
     def fork_spares(self) -> int:
@@ -214,166 +203,11 @@ class IntercodeEnv(gym.Env[str, str]):
         ``INTERCODE_FORK_SPARE=<n>``; 0: none). Two, so that a fork that follows the
         last one within a sandbox's boot (about 60 ms) still finds one booted, begun by
         the fork before; setting fewer closes the spares beyond the number."""
-        return self._fork_spares
+        return self._spares.wanted
 
     @fork_spares.setter
     def fork_spares(self, count: int) -> None:
-        self._fork_spares = max(0, min(int(count), MAX_SPARES))
-        while len(self._spares) > self._fork_spares:
-            self._close_pending(self._spares.pop())
-
-    def prestart(self) -> bool:
-        """Begin starting what a fork needs (the agent's sandbox) without waiting for it,
-        so that it boots in the background; the environment's first use waits for it.
-        Returns whether anything was begun (``False``: this environment keeps no warm
-        spare, e.g. plugins and the MySQL backend, whose start is not a sandbox's)."""
-        return False
-
-    def _take_spare(self) -> IntercodeEnv | None:
-        """The first warm spare that is ready, else the one begun first, handed over
-        (``None`` if there is none or it failed)."""
-        if not self._spares:
-            return None
-        for i, pending in enumerate(self._spares):
-            if pending.done():
-                del self._spares[i]
-                break
-        else:
-            pending = self._spares.popleft()
-        spare = pending.result()
-        if spare is not None:
-            spare._fork_spares = self._fork_spares
-        elif self._spareless:
-            self.fork_spare = False  # this environment cannot begin one: stop trying
-        return spare
-
-    def _refill_spare(self) -> None:
-        """Begin new warm spares for the next forks, up to :attr:`fork_spares`.
-
-        The spare is a sibling of its own, sandboxes included: nothing of it is reachable
-        from this environment's sandboxes, and it is closed with this environment. It is
-        built on the process's spare-starting thread (:func:`spare_starter`), so that the
-        caller does not wait for its processes to be spawned; its sandboxes then live
-        until it is closed (or the process ends), whichever thread uses it.
-        """
-        index = self.task.index if self.task is not None else None
-        while len(self._spares) < self._fork_spares and not self._spareless:
-            plan = self.spare_plan() if index is not None else None
-            self._spares.append(spare_starter().submit(self._begin_spare, index, plan))
-
-    def _begin_spare(self, index: int | None = None,
-                     plan: object = None) -> IntercodeEnv | None:
-        """A sibling whose sandboxes were begun (on the spare-starting thread), or ``None``
-        (a failure to begin one is not an error: the next fork starts a sibling itself).
-        With ``index`` (this environment's task when the spare was begun), the spare also
-        finishes its boot and starts an episode of that task there, then follows ``plan``
-        (:meth:`spare_plan`), so that a fork of the same task has less left to do (see
-        :meth:`_prepare_spare`)."""
-        spare = None
-        try:
-            spare = self.sibling()
-            spare._fork_spares = 0  # a spare keeps no spare of its own
-            if spare.prestart():
-                if index is not None:
-                    spare._prepare_spare(index, plan)
-                return spare
-            self._spareless = True  # nothing to gain here: do not build siblings again
-        except Exception:  # e.g. no sandbox can start now: fork() will say why
-            log.debug("could not begin a spare environment for fork()", exc_info=True)
-        if spare is not None:
-            spare.close()
-        return None
-
-    def _prepare_spare(self, index: int, plan: object = None) -> None:
-        """On the spare-starting thread: wait for this spare's boot, reset it to task
-        ``index`` (what :meth:`fork` would do first) and follow ``plan``
-        (:meth:`prepare_fork`). A failure is left to the fork, which then resets the
-        spare itself (and says why, if it cannot)."""
-        try:
-            self.reset(options={"task": index})
-            if plan is not None:
-                self.prepare_fork(plan)
-        except Exception:
-            self._ready_task = None  # whatever was done: the fork resets it
-            log.debug("a warm spare could not start task %s in the background", index,
-                      exc_info=True)
-            return
-        self._ready_task = index
-
-    def agent_alive(self) -> bool:
-        """Whether the agent's sandbox runs (a warm spare prepared in the background whose
-        sandbox has died since is reset by the fork; the default: assume it runs)."""
-        return True
-
-    def detach_agent(self) -> Sandbox | None:
-        """Take this environment's agent sandbox out of it (it no longer uses it, and its
-        close leaves it running), for :meth:`adopt_agent` of a sibling; ``None`` if it has
-        none that can move (the default: forks of such environments are not recycled)."""
-        return None
-
-    def adopt_agent(self, box: Sandbox) -> None:
-        """Make ``box`` (a sibling's, from :meth:`detach_agent`, reset) this environment's
-        agent sandbox; it was made without one."""
-        raise NotImplementedError
-
-    def _recycle(self) -> None:
-        """On the close of a fork: its agent's sandbox goes back to the environment it was
-        forked from as a warm spare (reset on the spare-starting thread: every process
-        killed, the pristine tree, a fresh shell, then reset to that environment's task as
-        any spare), so that a fork that follows a closed one needs no sandbox's boot. Only
-        when closed on the thread that forked it, while that environment is open and keeps
-        no more than :attr:`fork_spares` spares (so one more at most: forks that are closed
-        in turn need no new spare); otherwise the sandbox stops."""
-        ref, self._forked_from = self._forked_from, None
-        parent = ref() if ref is not None else None
-        if (parent is None or parent._closed or not parent._fork_spares
-                or threading.get_ident() != self._forked_on
-                or len(parent._spares) > parent._fork_spares):
-            return
-        box = self.detach_agent()
-        if box is None:
-            return
-        index = parent.task.index if parent.task is not None else None
-        plan = parent.spare_plan() if index is not None else None
-        try:
-            pending = spare_starter().submit(parent._recycled_spare, box, index, plan)
-        except RuntimeError:  # the process is ending (no new work for its threads)
-            box.close()
-            return
-        parent._spares.append(pending)
-
-    def _recycled_spare(self, box: Sandbox, index: int | None,
-                        plan: object) -> IntercodeEnv | None:
-        """A sibling around ``box``, a closed fork's agent sandbox (see :meth:`_recycle`),
-        or ``None`` (it is stopped: the next fork takes another spare or starts one)."""
-        spare = None
-        try:
-            if not box.alive:
-                raise RuntimeError("the closed fork's sandbox stopped")
-            box.reset()  # nothing of the closed fork's agent is left running
-            spare = self.sibling()
-            spare._fork_spares = 0
-            spare.adopt_agent(box)
-            if index is not None:
-                spare._prepare_spare(index, plan)
-            return spare
-        except Exception:
-            log.debug("a closed fork's sandbox could not become a warm spare", exc_info=True)
-            if spare is not None:
-                spare.close()
-            box.close()
-            return None
-
-    def spare_plan(self) -> object:
-        """What a warm spare begun now can do ahead of the next fork, after its reset to
-        this task (``None``: nothing). Called on the caller's thread; the spare's
-        :meth:`prepare_fork` then follows it on the spare-starting thread, and
-        :meth:`transfer_state` must accept a spare prepared from an earlier state of this
-        environment (or reset it). Python replays the episode's actions so far."""
-        return None
-
-    def prepare_fork(self, plan: object) -> None:
-        """Follow :meth:`spare_plan`'s ``plan`` in this warm spare (see there)."""
+        self._spares.set_wanted(count)
 
     def begin_spare(self) -> None:
         """Begin the warm spares now, so that even the first :meth:`fork` finds one ready
@@ -383,14 +217,53 @@ class IntercodeEnv(gym.Env[str, str]):
     def drop_spare(self) -> None:
         """Close the warm spares of :meth:`fork`, if any are kept (new ones are begun by
         the next fork, unless :attr:`fork_spare` is False)."""
-        while self._spares:
-            self._close_pending(self._spares.popleft())
+        self._spares.drop()
 
-    @staticmethod
-    def _close_pending(pending: Future[IntercodeEnv | None]) -> None:
-        spare = pending.result()
-        if spare is not None:
-            spare.close()
+    def _refill_spare(self) -> None:
+        """Begin new warm spares for the next forks (see :meth:`Spares.refill`)."""
+        self._spares.refill(self)
+
+    def _recycle(self) -> None:
+        """On the close of a fork: its agent's sandbox may go back to the environment it
+        was forked from as a warm spare (see :meth:`Spares.recycle`)."""
+        self._spares.recycle(self)
+
+    def _prestart(self) -> bool:
+        """Begin starting what a fork needs (the agent's sandbox) without waiting for it,
+        so that it boots in the background; the environment's first use waits for it.
+        Returns whether anything was begun (``False``: this environment keeps no warm
+        spare, e.g. plugins and the MySQL backend, whose start is not a sandbox's)."""
+        return False
+
+    def _agent_alive(self) -> bool:
+        """Whether the agent's sandbox runs (a warm spare prepared in the background whose
+        sandbox has died since is reset by the fork; the default: assume it runs)."""
+        return True
+
+    def _detach_agent(self) -> Sandbox | None:
+        """Take this environment's agent sandbox out of it (it no longer uses it, and its
+        close leaves it running), for :meth:`_adopt_agent` of a sibling; ``None`` if it
+        has none that can move (the default: forks of such environments are not
+        recycled)."""
+        return None
+
+    def _adopt_agent(self, box: Sandbox) -> None:
+        """Make ``box`` (a sibling's, from :meth:`_detach_agent`, reset) this environment's
+        agent sandbox; it was made without one."""
+        raise NotImplementedError
+
+    def _spare_plan(self) -> object:
+        """What a warm spare begun now can do ahead of the next fork, after its reset to
+        this task (``None``: nothing). Called on the caller's thread; the spare's
+        :meth:`_prepare_fork` then follows it on the spare-starting thread, and
+        :meth:`transfer_state` must accept a spare prepared from an earlier state of this
+        environment (or reset it). Python replays the episode's actions so far."""
+        return None
+
+    def _prepare_fork(self, plan: object) -> None:
+        """Follow :meth:`_spare_plan`'s ``plan`` in this warm spare (see there)."""
+
+    # -- snapshots and forks -------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
         """An opaque handle to the episode's state now: task, turn count, history and the
@@ -421,7 +294,7 @@ class IntercodeEnv(gym.Env[str, str]):
         By default a new one: the warm spare this environment keeps (a sibling whose
         sandboxes were begun by a previous fork, or given back by a closed fork, and
         prepared in the background: booted and reset to this task; see
-        :meth:`_begin_spare` and :meth:`_recycle`), else a new :meth:`sibling` (its
+        :mod:`intercode.envs.spares`), else a new :meth:`sibling` (its
         sandboxes start, which is most of the cost); a new spare is then begun (see
         :attr:`fork_spare`). ``into``: an environment made beforehand
         with the same arguments (a warm pool), whose episode is replaced. Create
@@ -436,17 +309,17 @@ class IntercodeEnv(gym.Env[str, str]):
             raise ConfigError("fork(into=...) takes another environment of the same class "
                               "and dataset")
         self._snapshots.drain()
-        state = self.fork_state()
+        state = self._fork_state()
         turn, done, history = self.turn, self.done, list(self.history)
         try:
-            other = into if into is not None else (self._take_spare() or self.sibling())
+            other = into if into is not None else (self._spares.take() or self.sibling())
             try:
                 # a spare that began this task's episode in the background and was never
                 # handed out has nothing to reset; ``into`` always is (its episode is replaced)
-                if (into is not None or other._ready_task != task.index
-                        or not other.agent_alive()):
+                if (into is not None or other._spares.ready_task != task.index
+                        or not other._agent_alive()):
                     other.reset(options={"task": task.index})
-                other._ready_task = None
+                other._spares.ready_task = None
                 self.transfer_state(state, other)
                 other.turn, other.done, other.history = turn, done, history
                 other.np_random = copy.deepcopy(self.np_random)
@@ -457,7 +330,7 @@ class IntercodeEnv(gym.Env[str, str]):
         finally:
             state.release()
         if into is None:
-            other._forked_from, other._forked_on = weakref.ref(self), threading.get_ident()
+            other._spares.forked_from(self)
             self._refill_spare()
         return other
 
@@ -484,7 +357,7 @@ class IntercodeEnv(gym.Env[str, str]):
             raise ConfigError(f"options must be a dict such as {{'task': 0}}, "
                               f"got {type(options).__name__}")
         super().reset(seed=seed)
-        self._ready_task = None
+        self._spares.ready_task = None
         self._snapshots.release_all()
         self.restore_note = ""
         index = (options or {}).get("task")
@@ -521,12 +394,12 @@ class IntercodeEnv(gym.Env[str, str]):
             result = self.submit(argument)
             info = {"turn": self.turn, "submitted": True, "success": result.success,
                     **result.info}
-            if not self.submission_ends(result):
-                observation = self.fit_observation(str(result.info.get("observation", "")))
+            if not self._submission_ends(result):
+                observation = self._fit_observation(str(result.info.get("observation", "")))
                 self.history.append((action, observation))
                 return observation, float(result.reward), False, False, info
             self.done = True
-            return self.last_observation(), float(result.reward), True, False, info
+            return self._last_observation(), float(result.reward), True, False, info
         if keyword == self.skip_keyword:
             self.done = True
             return "", 0.0, True, False, {"turn": self.turn, "skipped": True, "success": False}
@@ -534,7 +407,7 @@ class IntercodeEnv(gym.Env[str, str]):
         if self.restore_note:
             sep = "" if not observation or observation.endswith("\n") else "\n"
             observation, self.restore_note = observation + sep + self.restore_note, ""
-        observation = self.fit_observation(observation)
+        observation = self._fit_observation(observation)
         self.history.append((action, observation))
         return observation, 0.0, False, False, {"turn": self.turn, **info}
 
@@ -557,10 +430,10 @@ class IntercodeEnv(gym.Env[str, str]):
         self._closed = True
         self._snapshots.release_all()
         self.drop_spare()
-        self._forked_from = None
+        self._spares.parent = None
         super().close()
 
-    def last_observation(self) -> str:
+    def _last_observation(self) -> str:
         """The last action's observation (the query if no action ran yet)."""
         if self.history:
             return self.history[-1][1]
@@ -570,35 +443,6 @@ class IntercodeEnv(gym.Env[str, str]):
         assert self.task is not None
         return {"task": self.task.index, "dataset": self.dataset.name,
                 "source": self.task.source, "source_index": self.task.source_index}
-
-
-_starter: ThreadPoolExecutor | None = None
-_starter_lock = threading.Lock()
-DEFAULT_SPARES = 2  # warm spares of fork() per environment (see IntercodeEnv.fork_spares)
-MAX_SPARES = 8
-# spares prepared at once (each: a bubblewrap spawn, 10-20 ms of the host's CPU, then a
-# wait for the boot and the reset to the parent's task, and a Python spare's replay)
-STARTER_THREADS = 4
-
-
-def spares_wanted(setting: str) -> int:
-    """The number of warm spares ``INTERCODE_FORK_SPARE`` asks for (empty or not a
-    number: the default; ``0``: none)."""
-    setting = setting.strip()
-    if setting.isdigit():
-        return min(int(setting), MAX_SPARES)
-    return DEFAULT_SPARES
-
-
-def spare_starter() -> ThreadPoolExecutor:
-    """The process's threads that begin the warm spares of ``fork()`` (made on first use,
-    kept until the process ends: a sandbox dies with the thread that spawned it)."""
-    global _starter
-    with _starter_lock:
-        if _starter is None:
-            _starter = ThreadPoolExecutor(max_workers=STARTER_THREADS,
-                                          thread_name_prefix="intercode-spare")
-        return _starter
 
 
 def not_picklable(env: IntercodeEnv) -> str:

@@ -86,7 +86,7 @@ class BashEnv(IntercodeEnv):
         super().__init__(dataset, render_mode=render_mode)
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self.layout = arguments.optional("layout", layout, Layout) or Layout()
-        self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
+        self._limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
         sandbox = arguments.factory(sandbox)
         arguments.flag("upstream_quirks", upstream_quirks)
@@ -96,7 +96,7 @@ class BashEnv(IntercodeEnv):
                                                            layout=self.layout)
         self.upstream_quirks = upstream_quirks
         self._agent: Sandbox | None = None
-        self._booting = False  # the agent's sandbox was begun by prestart()
+        self._booting = False  # the agent's sandbox was begun by _prestart()
         self._gold: Sandbox | None = None
         self._gold_cache: tuple[BashSnapshot, ExecResult] | None = None
         # the fingerprints of a stored gold result (the gold sandbox then never ran)
@@ -109,7 +109,7 @@ class BashEnv(IntercodeEnv):
 
     def _sandbox(self, which: str) -> Sandbox:
         current = self._agent if which == "agent" else self._gold
-        if which == "agent" and self._booting:  # begun by prestart(): wait until ready
+        if which == "agent" and self._booting:  # begun by _prestart(): wait until ready
             self._booting = False
             if current is not None:
                 current.finish_begun()  # (died while booting: a new one starts below)
@@ -132,7 +132,7 @@ class BashEnv(IntercodeEnv):
         if self._gold_disk is None:
             self._sandbox("gold")
 
-    def prestart(self) -> bool:
+    def _prestart(self) -> bool:
         """Begin the agent's sandbox (a fork's spare; the gold's starts when scoring)."""
         if self._agent is None:
             box = self._factory(self.limits)
@@ -207,7 +207,7 @@ class BashEnv(IntercodeEnv):
             raise RewardError("no task loaded")
         try:
             agent_box = self._sandbox("agent")
-            agent = BashSnapshot(tuple(agent_box.diff(IGNORED_NAMES)), self.last_observation())
+            agent = BashSnapshot(tuple(agent_box.diff(IGNORED_NAMES)), self._last_observation())
             gold, _ = self._gold_result()
             paths = common_added(agent.changes, gold.changes)
             stored = self._gold_diskd
@@ -324,25 +324,25 @@ class BashEnv(IntercodeEnv):
         """The agent's changes to the file system so far."""
         return self._sandbox("agent").diff(IGNORED_NAMES)
 
-    def agent_alive(self) -> bool:
+    def _agent_alive(self) -> bool:
         """Whether the agent's sandbox runs."""
         return self._agent is not None and self._agent.alive
 
-    def detach_agent(self) -> Sandbox | None:
-        """The agent's sandbox, taken out (see :meth:`IntercodeEnv.detach_agent`)."""
+    def _detach_agent(self) -> Sandbox | None:
+        """The agent's sandbox, taken out (see :meth:`IntercodeEnv._detach_agent`)."""
         box, booting = self._agent, self._booting
         if box is None or booting:
             return None
         self._agent = None
         return box
 
-    def adopt_agent(self, box: Sandbox) -> None:
-        """``box`` becomes the agent's sandbox (see :meth:`IntercodeEnv.adopt_agent`)."""
+    def _adopt_agent(self, box: Sandbox) -> None:
+        """``box`` becomes the agent's sandbox (see :meth:`IntercodeEnv._adopt_agent`)."""
         self._agent, self._booting = box, False
 
     def close(self) -> None:
         """Stop both sandboxes (a closed fork's agent sandbox may become a warm spare of
-        the environment it was forked from: see :meth:`IntercodeEnv._recycle`)."""
+        the environment it was forked from: see :meth:`intercode.envs.spares.Spares.recycle`)."""
         self._recycle()
         for box in (self._agent, self._gold):
             if box is not None:

@@ -14,7 +14,7 @@ from intercode.errors import ConfigError
 
 #: The longest action an environment takes (characters).
 MAX_ACTION = 1 << 20
-#: The observation bound of an environment that sets none (see ``limit_observations``).
+#: The observation bound of an environment that sets none (see ``_limit_observations``).
 MAX_OBSERVATION = 1 << 24
 #: Characters an environment may add to an action's bounded output (its notes).
 NOTE_CHARS = 1 << 16

@@ -82,7 +82,7 @@ class CtfEnv(IntercodeEnv):
                  upstream_quirks: bool = False, render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
-        self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
+        self._limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
         base = (arguments.optional("layout", layout, Layout)
                 or Layout(rootfs=benchmark_root("ctf")))
@@ -98,12 +98,12 @@ class CtfEnv(IntercodeEnv):
         self.max_submissions = arguments.count("max_submissions", max_submissions)
         self.upstream_quirks = arguments.flag("upstream_quirks", upstream_quirks)
         self._box: Sandbox | None = None
-        self._booting = False  # the sandbox was begun by prestart()
+        self._booting = False  # the sandbox was begun by _prestart()
         self._submissions = 0
         self._solved = False
 
     def _sandbox(self) -> Sandbox:
-        if self._booting:  # begun by prestart(): wait until ready
+        if self._booting:  # begun by _prestart(): wait until ready
             self._booting = False
             if self._box is not None:
                 self._box.finish_begun()  # (died while booting: a new one starts below)
@@ -118,7 +118,7 @@ class CtfEnv(IntercodeEnv):
         """Start the sandbox."""
         self._sandbox()
 
-    def prestart(self) -> bool:
+    def _prestart(self) -> bool:
         """Begin the sandbox (a fork's spare)."""
         if self._box is None:
             box = create_sandbox(self.backend, self.limits, self.layout)
@@ -184,7 +184,7 @@ class CtfEnv(IntercodeEnv):
                 "observation": "" if right else WRONG_FLAG}
         return Evaluation(1.0 if right else 0.0, right, info)
 
-    def submission_ends(self, result: Evaluation) -> bool:
+    def _submission_ends(self, result: Evaluation) -> bool:
         """A right flag ends the episode; a wrong one only at ``max_submissions``."""
         if result.success:
             return True

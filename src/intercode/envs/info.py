@@ -2,7 +2,8 @@
 
 Gymnasium's ``info`` is a dict; :class:`ActionInfo` is how the environments build its
 common part (from the sandbox's :class:`~intercode.sandbox.base.ExecResult`) and how
-the runner reads it back, instead of copying fields one by one in each place.
+the runner reads it back, instead of copying fields one by one in each place;
+:func:`plain` makes such data JSON-ready.
 """
 
 from __future__ import annotations
@@ -59,3 +60,21 @@ class ActionInfo:
             data["cwd"] = self.cwd
         data.update(extra)
         return data
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready data (numpy scalars and other objects become numbers or text), e.g. of
+    a step's ``info`` or an evaluation's parts, for a server's answer or a stored result."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return plain(item())
+        except (TypeError, ValueError):
+            pass
+    return str(value)

@@ -89,14 +89,14 @@ class PythonEnv(IntercodeEnv):
         self.upstream_quirks = arguments.flag("upstream_quirks", upstream_quirks)
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self.layout = arguments.optional("layout", layout, Layout) or Layout()
-        self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
+        self._limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
         if not (isinstance(test_timeout, int | float) and 0 < test_timeout <= 3600):
             raise ConfigError(f"test_timeout must be a number of seconds in (0, 3600], "
                               f"not {test_timeout!r}")
         self.test_timeout = float(test_timeout)
         self._boxes: dict[str, Sandbox] = {}
-        self._booting = False  # the agent's sandbox was begun by prestart()
+        self._booting = False  # the agent's sandbox was begun by _prestart()
         self._functions: list[str] = []
         self._replayed: list[str] = []  # a warm spare's actions replayed ahead of a fork
         self._gold: list[Outcome] | None = None
@@ -104,7 +104,7 @@ class PythonEnv(IntercodeEnv):
 
     def _sandbox(self, which: str) -> Sandbox:
         box = self._boxes.get(which)
-        if which == "agent" and self._booting:  # begun by prestart(): finish it
+        if which == "agent" and self._booting:  # begun by _prestart(): finish it
             self._booting = False
             if box is not None:
                 box.finish_begun(partial(box.load, EMPTY))  # (died: a new one starts below)
@@ -142,7 +142,7 @@ class PythonEnv(IntercodeEnv):
         self._sandbox("agent")
         self._sandbox("gold")
 
-    def prestart(self) -> bool:
+    def _prestart(self) -> bool:
         """Begin the agent's sandbox (a fork's spare; the gold's starts when scoring)."""
         if "agent" not in self._boxes:
             box = create_sandbox(self.backend, self.limits, self.layout, shell="python")
@@ -328,7 +328,7 @@ class PythonEnv(IntercodeEnv):
         self._functions = list(loaded.extra["functions"])
         self.restore_note = loaded.note()
 
-    def fork_state(self) -> ExecState:
+    def _fork_state(self) -> ExecState:
         """Nothing: a fork replays the episode's actions (see :meth:`transfer_state`), so
         no interpreter is held and no tree kept for it."""
         return NoState()
@@ -338,12 +338,12 @@ class PythonEnv(IntercodeEnv):
         return [action for action, _observation in self.history
                 if not self.parse_submit(action.strip())[0]]
 
-    def spare_plan(self) -> list[str]:
+    def _spare_plan(self) -> list[str]:
         """A warm spare replays the episode's actions so far in the background, so that
         the next fork replays only those taken since (see :meth:`transfer_state`)."""
         return self._replay_actions()
 
-    def prepare_fork(self, plan: object) -> None:
+    def _prepare_fork(self, plan: object) -> None:
         """Replay ``plan``'s actions in this spare's fresh interpreter."""
         assert isinstance(plan, list) and self.task is not None
         if not self._replay(plan):
@@ -379,7 +379,7 @@ class PythonEnv(IntercodeEnv):
         """A process cannot move to another sandbox: ``other`` replays this episode's
         actions in its fresh interpreter (exact for code that does not depend on time,
         randomness or the outside; see docs/snapshots.md). A warm spare that replayed a
-        beginning of them in the background (:meth:`prepare_fork`) replays the rest; one
+        beginning of them in the background (:meth:`_prepare_fork`) replays the rest; one
         that replayed anything else is reset first."""
         if not isinstance(other, PythonEnv):
             raise SnapshotError("a Python snapshot forks only into a Python environment")
@@ -393,24 +393,24 @@ class PythonEnv(IntercodeEnv):
             other._replay_from_scratch(actions, self.task.index)
         other._functions = list(self._functions)
 
-    def agent_alive(self) -> bool:
+    def _agent_alive(self) -> bool:
         """Whether the agent's sandbox runs."""
         box = self._boxes.get("agent")
         return box is not None and box.alive
 
-    def detach_agent(self) -> Sandbox | None:
-        """The agent's sandbox, taken out (see :meth:`IntercodeEnv.detach_agent`)."""
+    def _detach_agent(self) -> Sandbox | None:
+        """The agent's sandbox, taken out (see :meth:`IntercodeEnv._detach_agent`)."""
         if self._booting or "agent" not in self._boxes:
             return None
         return self._boxes.pop("agent")
 
-    def adopt_agent(self, box: Sandbox) -> None:
-        """``box`` becomes the agent's sandbox (see :meth:`IntercodeEnv.adopt_agent`)."""
+    def _adopt_agent(self, box: Sandbox) -> None:
+        """``box`` becomes the agent's sandbox (see :meth:`IntercodeEnv._adopt_agent`)."""
         self._boxes["agent"], self._booting = box, False
 
     def close(self) -> None:
         """Stop both sandboxes (a closed fork's agent sandbox may become a warm spare of
-        the environment it was forked from: see :meth:`IntercodeEnv._recycle`)."""
+        the environment it was forked from: see :meth:`intercode.envs.spares.Spares.recycle`)."""
         self._recycle()
         for box in self._boxes.values():
             box.close()

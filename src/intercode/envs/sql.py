@@ -132,7 +132,7 @@ class SqlEnv(IntercodeEnv):
         self.metric = metric
         self.limits = arguments.optional("limits", limits, SqlLimits) or SqlLimits()
         arguments.optional("mysql_url", mysql_url, str)
-        self.limit_observations(MAX_RESULT_CHARS + NOTE_CHARS)  # results are cut there
+        self._limit_observations(MAX_RESULT_CHARS + NOTE_CHARS)  # results are cut there
         require_backend(sandbox_backend)
         self._owns_backend = not isinstance(backend, SqlBackend)
         self.backend = make_backend(backend, self.limits, mysql_url,
@@ -155,7 +155,7 @@ class SqlEnv(IntercodeEnv):
         self._session("agent")
         self._session("gold")
 
-    def prestart(self) -> bool:
+    def _prestart(self) -> bool:
         """Begin the agent session's engine sandbox (a fork's spare); only sessions that
         run in a sandbox of their own can (SQLite's, not the MySQL backend's)."""
         session = self._session("agent")
@@ -330,18 +330,18 @@ class SqlEnv(IntercodeEnv):
             return SqlEnv(*args, **kwargs)
         return SqlEnv(*args, **{**kwargs, "backend": self.backend})
 
-    def agent_alive(self) -> bool:
+    def _agent_alive(self) -> bool:
         """Whether the agent session's engine runs (always, for the MySQL backend's)."""
         alive = getattr(self._agent, "alive", None)
         return alive() if alive is not None else True
 
-    def detach_agent(self) -> Sandbox | None:
+    def _detach_agent(self) -> Sandbox | None:
         """The agent session's engine sandbox, taken out (SQLite's; see
-        :meth:`IntercodeEnv.detach_agent`)."""
+        :meth:`IntercodeEnv._detach_agent`)."""
         detach = getattr(self._agent, "detach_box", None)
         return detach() if detach is not None else None
 
-    def adopt_agent(self, box: Sandbox) -> None:
+    def _adopt_agent(self, box: Sandbox) -> None:
         """``box`` becomes the agent session's engine sandbox."""
         session = self._session("agent")
         adopt = getattr(session, "adopt_box", None)
@@ -352,7 +352,7 @@ class SqlEnv(IntercodeEnv):
     def close(self) -> None:
         """Close the sessions (and the backend, if this environment made it); a closed
         fork's engine sandbox may become a warm spare of the environment it was forked
-        from (see :meth:`IntercodeEnv._recycle`)."""
+        from (see :meth:`intercode.envs.spares.Spares.recycle`)."""
         self._recycle()
         for session in (self._agent, self._gold, self._scratch):
             if session is not None:

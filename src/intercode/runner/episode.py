@@ -9,21 +9,18 @@ from collections.abc import Callable
 from typing import Any
 
 from intercode.agents.base import Policy
-from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.base import IntercodeEnv
 from intercode.envs.bounds import task_index
-from intercode.envs.info import ActionInfo
+from intercode.envs.driver import RETRY_MESSAGE, EpisodeDriver
 from intercode.errors import (
     AgentFault,
     FatalRunError,
     GoldError,
     IntercodeError,
     ModelRejected,
-    SandboxError,
     TaskUnavailable,
 )
 from intercode.runner.records import EpisodeRecord, Turn
-
-RETRY_MESSAGE = "No action was found in the reply. Please try again."
 
 
 def run_episode(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None = None,
@@ -155,54 +152,43 @@ def _next_action(policy: Policy, observation: str, feedback: float | None,
 
 def _play(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None,
           turns: list[Turn], stops: list[str]) -> tuple[float, bool, dict[str, Any], int | None]:
-    try:
-        observation, _ = env.reset(options={"task": index})
-    except AgentFault as exc:  # this episode's agent has not acted yet: not its outcome
-        raise SandboxError(f"reset failed: {exc}") from exc
+    episode = EpisodeDriver(env, index, policy.score_each_turn)
     assert env.task is not None
     policy.reset(env.task)
-    best: Evaluation | None = None
-    best_turn: int | None = None
+    observation = episode.query
     feedback: float | None = None
     while max_turns is None or len(turns) < max_turns:
         action = _next_action(policy, observation, feedback, turns, stops)
         if action is None:
             break
         if not action.valid:
+            episode.invalid()
             observation = action.note or RETRY_MESSAGE
             turns.append(Turn(action.text, observation, 0.0, valid=False, llm=action.meta))
             feedback = 0.0 if policy.score_each_turn else None
             continue
         if action.text.strip() == env.skip_keyword:
+            episode.skip()
             turns.append(Turn(action.text, "", 0.0, llm=action.meta))
             break
         clock = time.perf_counter()
         if action.submit:
             text = action.text.strip() or env.submit_keyword
-            observation, reward, terminated, _, info = env.step(text)
-            turns.append(Turn(text, observation, float(reward), submit=True, llm=action.meta,
+            step = episode.submit(text)
+            observation = step.observation
+            turns.append(Turn(text, observation, step.reward, submit=True, llm=action.meta,
                               env_s=round(time.perf_counter() - clock, 6)))
-            if terminated:
-                if policy.score_each_turn and best is not None and best.reward > float(reward):
-                    return best.reward, best.success, best.info, best_turn
-                return float(reward), bool(info.get("success")), info, len(turns) - 1
-            feedback = float(reward)  # a wrong CTF flag: the episode goes on
+            if step.done:
+                break
+            feedback = step.reward  # a wrong CTF flag: the episode goes on
             continue
-        observation, _, terminated, truncated, info = env.step(action.text)
-        score = env.evaluate() if policy.score_each_turn else None
-        ran = ActionInfo.read(info)
-        turns.append(Turn(action.text, observation, None if score is None else score.reward,
-                          exit_code=ran.exit_code, timed_out=ran.timed_out,
-                          llm=action.meta, env_s=round(time.perf_counter() - clock, 6)))
-        feedback = None if score is None else score.reward
-        if score is not None and (best is None or score.reward > best.reward):
-            best, best_turn = score, len(turns) - 1
-        if score is not None and score.success and policy.stop_at_success:
+        step = episode.execute(action.text, policy.stop_at_success)
+        observation = step.observation
+        turns.append(Turn(action.text, observation, step.reward, exit_code=step.exit_code,
+                          timed_out=step.timed_out, llm=action.meta,
+                          env_s=round(time.perf_counter() - clock, 6)))
+        feedback = step.reward
+        if step.done:
             break
-        if terminated or truncated:
-            break
-    if best is None:
-        if turns and all(not t.valid for t in turns):
-            return 0.0, False, {}, None  # only replies without an action: 0, as upstream
-        best = env.evaluate()
-    return best.reward, best.success, best.info, best_turn
+    result = episode.finish()
+    return result.reward, result.success, result.info, result.best_turn

@@ -1,6 +1,6 @@
 """One intercode episode driven from outside (an Inspect solver or its tools).
 
-The reward follows the runner's rules exactly (:func:`intercode.runner.episode._play`):
+The reward follows the runner's rules (:class:`intercode.envs.driver.EpisodeDriver`):
 under Try Again every action is scored and the episode's reward is the best score (it
 stops at success); otherwise it is the submitted reward, or the final state's score when
 the episode ends without a submission. Environments are blocking: callers in an event
@@ -10,18 +10,14 @@ loop run these methods in a worker thread. Nothing here imports inspect_ai.
 from __future__ import annotations
 
 import atexit
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from intercode.envs.base import Evaluation, IntercodeEnv
-from intercode.envs.factory import make_env
-from intercode.envs.info import ActionInfo
-from intercode.envs.settings import EnvSettings
-from intercode.errors import AgentFault, SandboxError
-from intercode.integrations.serve.sessions import _plain
-
-RETRY_MESSAGE = "No action was found in the reply. Please try again."
+from intercode.envs.base import IntercodeEnv
+from intercode.envs.driver import RETRY_MESSAGE, EpisodeDriver, EpisodeResult
+from intercode.envs.info import plain
+from intercode.envs.pool import WarmPool
+from intercode.errors import AgentFault
 
 
 @dataclass
@@ -65,68 +61,43 @@ class Episode:
         self.index = index
         self.score_each_turn = score_each_turn
         self.stop_at_success = stop_at_success
-        try:
-            self.query, _ = env.reset(options={"task": index})
-        except AgentFault as exc:  # the last episode's agent broke it: not this one's fault
-            raise SandboxError(f"reset failed: {exc}") from exc
-        self.turns = 0
-        self.valid_turns = 0
-        self.done = False
-        self.best: Evaluation | None = None
-        self.best_turn: int | None = None
+        self._driver = EpisodeDriver(env, index, score_each_turn, stop_at_success)
+        self.query = self._driver.query
         self.outcome: Outcome | None = None
         self._by_turn: dict[int, str] = {}  # turn index -> the action run
+
+    @property
+    def turns(self) -> int:
+        """Turns so far (replies without an action included)."""
+        return self._driver.turns
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode has ended."""
+        return self._driver.done
 
     def act(self, action: str) -> Step:
         """Run one action (code, ``submit [answer]`` or ``skip``)."""
         if self.done:
             return Step("The episode has ended.", None, True)
+        self._by_turn[self.turns] = action
         try:
-            return self._act(action)
+            step = self._driver.act(action)
         except AgentFault as exc:  # what the agent did to its own sandbox: scored 0
-            self.done = True
-            self.outcome = Outcome(0.0, False, turns=self.turns, agent_fault=str(exc))
+            self._fault(exc)
             return Step(f"the episode ended: {exc}", 0.0, True)
+        return Step(step.observation, None if step.reward is None else float(step.reward),
+                    step.done, exit_code=step.exit_code, submitted=step.submitted)
 
     def invalid(self) -> Step:
         """A reply without an action: a turn, not executed, scored 0 (as upstream)."""
-        self.turns += 1
+        self._driver.invalid()
         return Step(RETRY_MESSAGE, 0.0 if self.score_each_turn else None, False)
 
     def submit(self, answer: str | None = None) -> Step:
         """Submit (with the answer where the environment takes one: a flag, a function)."""
         keyword = self.env.submit_keyword
         return self.act(f"{keyword} {answer.strip()}" if answer and answer.strip() else keyword)
-
-    def _act(self, action: str) -> Step:
-        text = action.strip()
-        self.turns += 1
-        self._by_turn[self.turns - 1] = action
-        self.valid_turns += 1
-        if text == self.env.skip_keyword:
-            self.done = True
-            return Step("", 0.0, True)
-        submitted, _ = self.env.parse_submit(text)
-        if submitted:
-            observation, reward, terminated, _, info = self.env.step(text)
-            if not terminated:  # a wrong CTF flag: the episode goes on
-                return Step(observation, float(reward), False, submitted=True)
-            self.done = True
-            if self.score_each_turn and self.best is not None and self.best.reward > float(reward):
-                self.outcome = self._from(self.best, self.best_turn)
-            else:
-                self.outcome = Outcome(float(reward), bool(info.get("success")),
-                                       _plain(_parts(info)), self.turns - 1, self.turns, True)
-            return Step(observation, float(reward), True, submitted=True)
-        observation, _, terminated, truncated, info = self.env.step(action)
-        score = self.env.evaluate() if self.score_each_turn else None
-        if score is not None and (self.best is None or score.reward > self.best.reward):
-            self.best, self.best_turn = score, self.turns - 1
-        if (score is not None and score.success and self.stop_at_success) or terminated \
-                or truncated:
-            self.done = True
-        return Step(observation, None if score is None else float(score.reward), self.done,
-                    exit_code=ActionInfo.read(info).exit_code)
 
     def finish(self) -> Outcome:
         """The episode's outcome (scoring the final state if nothing decided it yet), with
@@ -140,61 +111,28 @@ class Episode:
     def _finish(self) -> Outcome:
         if self.outcome is not None:
             return self.outcome
-        self.done = True
-        if self.best is None:
-            if self.turns and not self.valid_turns:
-                self.outcome = Outcome(0.0, False, turns=self.turns)
-                return self.outcome
-            try:
-                self.best = self.env.evaluate()
-            except AgentFault as exc:
-                self.outcome = Outcome(0.0, False, turns=self.turns, agent_fault=str(exc))
-                return self.outcome
-        self.outcome = self._from(self.best, self.best_turn)
+        try:
+            result = self._driver.finish()
+        except AgentFault as exc:
+            return self._fault(exc)
+        self.outcome = _outcome(result, self.turns)
         return self.outcome
 
-    def _from(self, result: Evaluation, turn: int | None) -> Outcome:
-        return Outcome(float(result.reward), bool(result.success), _plain(result.info), turn,
-                       self.turns)
+    def _fault(self, exc: AgentFault) -> Outcome:
+        self._driver.end(EpisodeResult(0.0, False))
+        self.outcome = Outcome(0.0, False, turns=self.turns, agent_fault=str(exc))
+        return self.outcome
 
 
-def _parts(info: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in info.items() if k not in ("turn", "submitted", "success")}
+def _outcome(result: EpisodeResult, turns: int) -> Outcome:
+    if result.submitted:
+        parts = {k: v for k, v in result.info.items()
+                 if k not in ("turn", "submitted", "success")}
+        return Outcome(float(result.reward), bool(result.success), plain(parts),
+                       result.best_turn, turns, True)
+    return Outcome(float(result.reward), bool(result.success), plain(result.info),
+                   result.best_turn, turns)
 
 
-class EnvPool:
-    """Idle environments by (benchmark, dataset, settings), reused between samples (a
-    reset restores the pristine state); closed at exit or by :meth:`close`."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: dict[tuple[str, str, EnvSettings], list[IntercodeEnv]] = {}
-
-    def acquire(self, env: str, dataset: str, settings: EnvSettings) -> IntercodeEnv:
-        """An idle environment, or a new one."""
-        with self._lock:
-            idle = self._idle.get((env, dataset, settings))
-            if idle:
-                return idle.pop()
-        return make_env(env, dataset, settings)
-
-    def release(self, name: str, dataset: str, settings: EnvSettings, env: IntercodeEnv,
-                broken: bool = False) -> None:
-        """Give an environment back (a broken one is closed, never reused)."""
-        if broken:
-            env.close()
-            return
-        with self._lock:
-            self._idle.setdefault((name, dataset, settings), []).append(env)
-
-    def close(self) -> None:
-        """Close every idle environment."""
-        with self._lock:
-            envs = [e for idle in self._idle.values() for e in idle]
-            self._idle.clear()
-        for env in envs:
-            env.close()
-
-
-POOL = EnvPool()
+POOL = WarmPool()
 atexit.register(POOL.close)

@@ -12,6 +12,7 @@ import anyio
 from inspect_ai.solver import TaskState
 
 from intercode.envs.base import IntercodeEnv
+from intercode.envs.pool import PoolKey
 from intercode.envs.settings import EnvSettings
 from intercode.errors import SandboxError
 from intercode.integrations.inspectai.episode import POOL, Episode
@@ -52,6 +53,11 @@ class Setup:
         return EnvSettings(sql_backend=self.sql_backend, network=self.network,
                            sandbox=self.sandbox)
 
+    @property
+    def key(self) -> PoolKey:
+        """Which warm environments of the pool the samples can borrow."""
+        return self.env, self.dataset, self.settings
+
 
 class Running:
     """``async with Running(setup, state, ...) as episode``: an environment from the pool,
@@ -67,20 +73,19 @@ class Running:
         self.episode: Episode | None = None
 
     async def __aenter__(self) -> Episode:
-        s = self.setup
-        self.env = await blocking(POOL.acquire, s.env, s.dataset, s.settings)
+        key = self.setup.key
+        self.env = await blocking(POOL.borrow, key)
         try:
             self.episode = await blocking(Episode, self.env, int(self.state.sample_id),
                                           self.score_each_turn)
         except BaseException:
-            await blocking(POOL.release, s.env, s.dataset, s.settings, self.env, True)
+            await blocking(POOL.give_back, key, self.env, True)
             raise
         return self.episode
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         assert self.env is not None and self.episode is not None
-        s = self.setup
         # cancelled (a time limit, an interrupted eval): an action may still be running in
         # its thread, so the environment is not scored but closed; shielded, so that the
         # clean-up itself is not cancelled and no sandbox is left behind
@@ -96,4 +101,4 @@ class Running:
                 broken = True
                 raise
             finally:
-                await blocking(POOL.release, s.env, s.dataset, s.settings, self.env, broken)
+                await blocking(POOL.give_back, self.setup.key, self.env, broken)

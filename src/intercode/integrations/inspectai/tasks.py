@@ -37,7 +37,7 @@ def samples(setup: Setup, tasks: list[int] | None = None) -> tuple[list[Sample],
                                                                     dict[int, str]]:
     """The dataset's tasks as samples, and the tasks left out (why they cannot run here,
     e.g. a CTF task that needs the network)."""
-    env = POOL.acquire(setup.env, setup.dataset, setup.settings)
+    env = POOL.borrow(setup.key)
     try:
         dataset = env.dataset
         indices = range(len(dataset)) if tasks is None else tasks
@@ -58,7 +58,7 @@ def samples(setup: Setup, tasks: list[int] | None = None) -> tuple[list[Sample],
             out.append(Sample(id=index, input=t.query, target=get(setup.env).gold_action(t),
                               metadata=metadata))
     finally:
-        POOL.release(setup.env, setup.dataset, setup.settings, env)
+        POOL.give_back(setup.key, env)
     return out, skipped
 
 

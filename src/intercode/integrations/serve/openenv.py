@@ -1,13 +1,13 @@
 """The OpenEnv side of intercode: its action, observation and state, and the client.
 
 ``intercode serve openenv --env bash --port 8000`` serves an environment over the
-OpenEnv protocol (openenv-core 0.3); :class:`IntercodeEnv` is its client, an OpenEnv
+OpenEnv protocol (openenv-core 0.3); :class:`IntercodeEnvClient` is its client, an OpenEnv
 ``EnvClient`` (async; ``.sync()`` for the blocking wrapper), so OpenEnv's and TRL's
 machinery drive it like any OpenEnv environment::
 
-    from intercode.integrations.serve.openenv import IntercodeAction, IntercodeEnv
+    from intercode.integrations.serve.openenv import IntercodeAction, IntercodeEnvClient
 
-    with IntercodeEnv(base_url="http://127.0.0.1:8000").sync() as env:
+    with IntercodeEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
         result = env.reset(task=3)             # or reset(seed=7): a seeded random task
         print(result.observation.query)
         result = env.step(IntercodeAction(code="ls -a"))
@@ -47,7 +47,7 @@ from intercode.integrations.serve._openenv_core import (
 )
 from intercode.integrations.serve.sessions import MAX_CODE_CHARS, ServeError
 
-__all__ = ["IntercodeAction", "IntercodeEnv", "IntercodeObservation", "IntercodeState",
+__all__ = ["IntercodeAction", "IntercodeEnvClient", "IntercodeObservation", "IntercodeState",
            "ServerError"]
 
 # the codes of intercode.integrations.serve.sessions, and the client's own
@@ -74,7 +74,7 @@ class IntercodeObservation(Observation):
     ``reward`` and ``done`` are the protocol's. OpenEnv 0.3 sends an observation
     without its ``metadata`` (``serialize_observation`` leaves it out), so the reported
     values travel as fields (``task``, ``exit_code``, ``timed_out``, ``info``) and
-    :class:`IntercodeEnv` copies them into ``metadata`` as well.
+    :class:`IntercodeEnvClient` copies them into ``metadata`` as well.
     """
 
     output: str = Field(default="", description="the action's output ('' at reset)")
@@ -149,7 +149,7 @@ def observation_of(payload: dict[str, Any]) -> IntercodeObservation:
                                 done=bool(payload.get("done", False)), metadata=metadata)
 
 
-class IntercodeEnv(EnvClient[IntercodeAction, IntercodeObservation, IntercodeState]):
+class IntercodeEnvClient(EnvClient[IntercodeAction, IntercodeObservation, IntercodeState]):
     """The client of ``intercode serve openenv``: one server session per instance.
 
     ``base_url`` is the server's (``http://host:port`` or ``ws://...``); ``token`` the
@@ -164,7 +164,7 @@ class IntercodeEnv(EnvClient[IntercodeAction, IntercodeObservation, IntercodeSta
         super().__init__(base_url, **kwargs)
         self._token = token
 
-    async def connect(self) -> IntercodeEnv:
+    async def connect(self) -> IntercodeEnvClient:
         """Open the WebSocket session (with the token, if any)."""
         if self._ws is not None:
             return self

@@ -418,7 +418,7 @@ def build_app(pool: SessionPool, token: str | None = None,
         if code == "no_episode" and request.url.path == "/step":
             detail += (" (OpenEnv's HTTP /step is stateless: every request gets a fresh "
                        "environment; hold a session on the WebSocket /ws, e.g. with "
-                       "intercode.integrations.serve.openenv.IntercodeEnv)")
+                       "intercode.integrations.serve.openenv.IntercodeEnvClient)")
         return JSONResponse({"detail": detail, "code": code},
                             status_code=HTTP_STATUS.get(code, 400))
 

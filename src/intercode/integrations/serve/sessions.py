@@ -32,7 +32,8 @@ from typing import Any
 
 from intercode.envs.base import IntercodeEnv
 from intercode.envs.factory import make_env
-from intercode.envs.info import ActionInfo
+from intercode.envs.info import ActionInfo, plain
+from intercode.envs.pool import WarmPool, discard
 from intercode.envs.settings import EnvSettings
 from intercode.errors import (
     AgentFault,
@@ -153,7 +154,7 @@ class Session:
                 self._drop()
                 raise InfrastructureError(f"scoring failed: {exc}") from exc
             return {"reward": float(result.reward), "success": bool(result.success),
-                    "parts": _plain(result.info)}
+                    "parts": plain(result.info)}
 
     def submit(self, answer: str | None = None) -> dict[str, Any]:
         """Submit (with an answer where the environment takes one, e.g. a CTF flag)."""
@@ -165,7 +166,7 @@ class Session:
             observation, reward, done, _, info = self._step(env, action)
             parts = {k: v for k, v in info.items() if k not in ("turn", "submitted")}
             return {"reward": float(reward), "success": bool(info.get("success")),
-                    "done": done, "output": observation, "parts": _plain(parts)}
+                    "done": done, "output": observation, "parts": plain(parts)}
 
     def query(self) -> str | None:
         """The current task's query (None before the first reset)."""
@@ -256,23 +257,6 @@ def _check_code(code: Any) -> None:
         raise ServeError(f"the action is {len(code)} characters; at most {MAX_CODE_CHARS}")
 
 
-def _plain(value: Any) -> Any:
-    """JSON-ready data (numpy scalars and other objects become numbers or text)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    item = getattr(value, "item", None)
-    if callable(item):
-        try:
-            return _plain(item())
-        except (TypeError, ValueError):
-            pass
-    return str(value)
-
-
 class SessionPool:
     """Sessions and the warm environments they borrow (thread-safe)."""
 
@@ -283,7 +267,9 @@ class SessionPool:
                                                      config.settings))
         self._lock = threading.Lock()
         self._sessions: dict[str, Session] = {}
-        self._idle: list[IntercodeEnv] = []
+        # a returned environment is reset at once: what a client left running ends now
+        self._envs = WarmPool(keep=config.warm, scrub=True)
+        self._key = (config.env, config.dataset, config.settings)
         self._closed = False
         self.created = 0  # environments built (for tests and benchmarks)
 
@@ -320,8 +306,7 @@ class SessionPool:
 
     def idle_envs(self) -> int:
         """Warm environments waiting for a session."""
-        with self._lock:
-            return len(self._idle)
+        return self._envs.idle()
 
     def reap(self) -> int:
         """Close the sessions idle for longer than ``idle_timeout``; how many."""
@@ -338,19 +323,16 @@ class SessionPool:
         with self._lock:
             self._closed = True
             sessions = list(self._sessions.values())
+        self._envs.shutdown()  # the sessions' environments are closed, not kept
         for session in sessions:
             session.close()
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for env in idle:
-            env.close()
 
     # -- environments --------------------------------------------------------------------
 
     def _borrow(self) -> IntercodeEnv:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
+        return self._envs.borrow(self._key, self._build)
+
+    def _build(self) -> IntercodeEnv:
         try:
             env = self._factory()
             env.warm_up()
@@ -363,26 +345,10 @@ class SessionPool:
         return env
 
     def _give_back(self, env: IntercodeEnv) -> None:
-        with self._lock:
-            keep = not self._closed and len(self._idle) < self.config.warm
-        if keep and env.task is not None:
-            try:  # end what the last episode left running now, not at the next reset
-                env.reset(options={"task": env.task.index})
-            except Exception:
-                keep = False
-        if keep:
-            env.task = None  # the next session must reset first
-            with self._lock:
-                if not self._closed and len(self._idle) < self.config.warm:
-                    self._idle.append(env)
-                    return
-        self._discard(env)
+        self._envs.give_back(self._key, env)
 
     def _discard(self, env: IntercodeEnv) -> None:
-        try:
-            env.close()
-        except Exception:  # a broken environment may fail to close; it is gone anyway
-            pass
+        discard(env)
 
     def _release(self, session: Session, env: IntercodeEnv | None) -> None:
         with self._lock:
