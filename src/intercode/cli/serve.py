@@ -66,7 +66,7 @@ def add_serve(sub: Any) -> None:
                     help="http: " + ALLOWED_HOST_HELP)
     oe = protocols.add_parser(
         "openenv", help="the OpenEnv protocol (HTTP and WebSocket; TRL's environments); "
-                        "client: intercode.integrations.serve.openenv.IntercodeEnv")
+                        "client: intercode.integrations.serve.openenv.IntercodeEnvClient")
     add_env_options(oe, env_option=True)
     _add_serving(oe)
 
