@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from backends import backends, kill_sandbox, need
+from backends import backends, chosen_backend, kill_sandbox, need
 
 from intercode.sandbox import create_sandbox
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
@@ -411,7 +411,7 @@ def test_dead_sandbox_raises_sandbox_error(backend):
 
 
 def test_a_prepared_root_file_system_replaces_the_hosts(backend, tmp_path):
-    if backend == "docker":
+    if "docker" in (backend, chosen_backend()):
         pytest.skip("the docker backend's root file system is its image")
     import shutil
     import tempfile

@@ -25,21 +25,18 @@ removes those left by processes that no longer exist.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
 import socket
 import time
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError, SnapshotError
+from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError
 from intercode.fsutil import write_atomic
-from intercode.sandbox import base, docker_link, seccomp
-from intercode.sandbox.bwrap import BOOT, BwrapSandbox, _inbox_sources
+from intercode.sandbox import docker_link, seccomp
 from intercode.sandbox.docker_engine import Engine, message
 from intercode.sandbox.docker_network import container_settings
 from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
@@ -54,14 +51,14 @@ from intercode.sandbox.layout import (
 )
 from intercode.sandbox.limits import Limits, MiB
 from intercode.sandbox.netns import network_mode
+from intercode.sandbox.supervisor import RELAY, SupervisedSandbox, boot_code, inbox_sources
 
 log = logging.getLogger(__name__)
 _unguarded_warned: set[str] = set()  # reasons already logged by this process
 
 LABEL = "org.intercode.sandbox"
 OWNER_LABEL = "org.intercode.owner"  # host name, pid and start time of the process
-DOCKER_BOOT = BOOT.replace("sys.modules['icbox.main'].main(sys.argv[1:])",
-                           "sys.modules['icbox.relay'].boot()")
+DOCKER_BOOT = boot_code(RELAY)
 PYTHON = "/usr/bin/python3"
 # where Docker mounts the tmpfs that pid 1 makes the root (see inbox/newroot.py)
 NEW_ROOT = "/.intercode-root"
@@ -75,7 +72,7 @@ MASKED_PATHS = sorted({
     "/sys/firmware", "/sys/devices/virtual/powercap",
     *(f"/proc/{n}" for n in (*MASKED_PROC_FILES, *MASKED_PROC_DIRS))})
 # the container's room beyond the agent's cgroup (pid 1's): its own needs, and the tree
-# snapshots it keeps (at most bwrap.SNAPSHOT_COPIES full copies of the agent's files: see
+# snapshots it keeps (at most supervisor.SNAPSHOT_COPIES full copies of the agent's files: see
 # _snapshot_budget) with room for a copy in transit (an export's or import's frame, which
 # the relay thread holds too); a supervisor past it was the OOM killer's pick
 SUPERVISOR_MEMORY = 256 * MiB
@@ -87,12 +84,9 @@ START_TIMEOUT = 60.0
 _swept = False
 
 
-@functools.cache
 def _sources() -> list[list[str]]:
     """The supervisor's modules and the relay, as the boot code reads them (read once)."""
-    pkg = resources.files("intercode.sandbox.inbox")
-    return [*_inbox_sources(), *([name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
-                                 for name in ("newroot", "link", "relay"))]
+    return inbox_sources(("newroot", "link", "relay"))
 
 
 def _proc_start(pid: int) -> str | None:
@@ -158,7 +152,7 @@ def describe_image(profile: str = "base") -> dict[str, Any]:
             "identity": labels.get(f"{LABEL}.rootfs.identity")}
 
 
-class DockerSandbox(BwrapSandbox):
+class DockerSandbox(SupervisedSandbox):
     """A sandbox in a Docker container (see the module docstring)."""
 
     name = "docker"
@@ -395,13 +389,12 @@ class DockerSandbox(BwrapSandbox):
 
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
         cfg = super()._config(inside)
-        cfg.pop("fds")
         # RLIMIT_NPROC counts the processes of a uid in its user namespace: every container
         # shares the host's, so uid 1000's count is that of all the docker sandboxes (and
         # the host's uid 1000): one sandbox's processes would make another's forks fail.
         # The container's pids cgroup (PidsLimit) bounds each sandbox on its own instead.
         cfg["rlimits"]["processes"] = None
-        cfg.pop("confine")  # pid 1 builds its root and drops its privileges (newroot)
+        # (no "confine": pid 1 builds its root and drops its privileges, see newroot)
         # the agent's processes get a memory cgroup of their own, the container's less
         # the supervisor's room, so that the OOM killer never picks pid 1 (inbox/oomguard)
         cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
@@ -450,13 +443,3 @@ class DockerSandbox(BwrapSandbox):
             stream.sock.close()
             stream.attach.close()
         self._forget_run()
-
-    # -- trees ---------------------------------------------------------------------------
-
-    def tree_copy(self, ident: int, other: base.Sandbox, other_ident: int) -> None:
-        """Copy tree snapshot ``ident`` into ``other`` (a docker sandbox: the trees of the
-        two backends are laid out differently)."""
-        if not isinstance(other, DockerSandbox):
-            raise SnapshotError("a docker sandbox's snapshot is copied only to another "
-                                "docker sandbox")
-        super().tree_copy(ident, other, other_ident)
