@@ -426,7 +426,7 @@ def _main(argv: Sequence[str] | None) -> int:
             args.backend = args.backend or "sqlite"
             args.network = "host" if args.host_network else bool(args.network)
             if args.network:
-                from intercode.sandbox.netns import require as require_network
+                from intercode.sandbox import require_network
 
                 # slirp4netns missing: one line, not per task
                 require_network(args.network, args.sandbox)
@@ -587,7 +587,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_image(args: argparse.Namespace) -> int:
     """``intercode image build|list``."""
-    from intercode.sandbox import images, rootfs
+    from intercode.sandbox import rootfs
+    from intercode.sandbox.docker import images
 
     if args.image_command == "list":
         found = rootfs.built()

@@ -393,9 +393,9 @@ def test_close_leaves_nothing_behind(backend):
     assert host_pids_with(marker) == []
     assert {n for n in set(os.listdir("/tmp")) - before if marker in n} == set()
     if container is not None:  # docker: the container is gone too
-        from intercode.sandbox.docker_engine import Engine
+        from intercode.sandbox.docker.engine import DockerEngine
 
-        assert Engine().call("GET", f"/containers/{container}/json")[0] == 404
+        assert DockerEngine().call("GET", f"/containers/{container}/json")[0] == 404
 
 
 def test_dead_sandbox_raises_sandbox_error(backend):
@@ -536,3 +536,4 @@ def test_a_working_directory_with_a_newline_is_reported_whole(box):
     result = box.run("mkdir -p $'/tmp/a\\nb' && cd $'/tmp/a\\nb' && pwd")
     assert result.output == "/tmp/a\nb\n" and result.cwd == "/tmp/a\nb"
     assert box.run("cd /").cwd == "/"
+

@@ -26,13 +26,12 @@ from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.envs.snapshot import ExecState
 from intercode.errors import ConfigError, SnapshotError, TaskUnavailable
-from intercode.sandbox import create_sandbox, require_backend
+from intercode.sandbox import create_sandbox, require_backend, require_network
 from intercode.sandbox.base import Sandbox
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.layout import EPOCH_NS, Layout
 from intercode.sandbox.limits import Limits
-from intercode.sandbox.netns import require as require_network
-from intercode.sandbox.rootfs import benchmark_root
+from intercode.sandbox.rootfs import default_root
 
 WRONG_FLAG = "The flag is wrong. Try again."
 
@@ -85,7 +84,7 @@ class CtfEnv(IntercodeEnv):
         self.limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
         base = (arguments.optional("layout", layout, Layout)
-                or Layout(rootfs=benchmark_root("ctf")))
+                or Layout(rootfs=default_root("ctf")))
         self.crypto_alias = needs_crypto_alias(base.rootfs)
         extra_env = base.extra_env
         if self.crypto_alias:

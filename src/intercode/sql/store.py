@@ -19,10 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from intercode.datasets.fetch import cache_dir, data_file
+from intercode.datasets.fetch import data_file
 from intercode.datasets.mysqldump import Database, parse_dump
 from intercode.errors import DatasetError
-from intercode.fsutil import write_atomic
+from intercode.fsutil import cache_dir, write_atomic
 from intercode.sql.schema import column_key, create_table_sql, quote
 
 STORE_VERSION = 1

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from intercode.errors import SandboxError, SandboxUnavailableError
-from intercode.sandbox import seccomp
+from intercode.sandbox import rootfs, seccomp
+from intercode.sandbox.bwrap.netns import SandboxNetwork, find_slirp4netns
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.inbox import proto
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
-from intercode.sandbox.netns import SandboxNetwork
 from intercode.sandbox.shellio import ShellIO
 from intercode.sandbox.supervisor import COMPILED, SupervisedSandbox, boot_code, inbox_sources
 
@@ -78,6 +78,17 @@ class BwrapSandbox(SupervisedSandbox):
     def preflight(cls) -> None:
         """bwrap must be installed."""
         find_bwrap()
+
+    @classmethod
+    def describe_root(cls, profile: str, packages: Sequence[str]) -> dict[str, Any]:
+        """The root file system a sandbox mounts (built if missing), as a run records it."""
+        return rootfs.describe(rootfs.default_root(profile, packages))
+
+    @classmethod
+    def check_network(cls, mode: str) -> None:
+        """The isolated network needs slirp4netns (:class:`SandboxUnavailableError`)."""
+        if mode == "isolated":
+            find_slirp4netns()
 
     def __init__(self, limits: Limits | None = None, layout: Layout | None = None,
                  python: str = "/usr/bin/python3", shell: str | Sequence[str] = "bash",
