@@ -537,3 +537,30 @@ def test_a_working_directory_with_a_newline_is_reported_whole(box):
     assert result.output == "/tmp/a\nb\n" and result.cwd == "/tmp/a\nb"
     assert box.run("cd /").cwd == "/"
 
+
+def test_a_malformed_request_gets_a_one_line_error_and_the_sandbox_goes_on(backend):
+    """The supervisor checks every request against its schema (inbox/schema.py) before
+    it acts: a request that is not an object, of no known operation, with a field of the
+    wrong type, an unknown field or a missing one is answered with one line."""
+    from intercode.sandbox.inbox import proto
+
+    sb = create_sandbox(backend)
+    try:
+        sb.start()
+        sb.load(TREE)
+        channel = sb._channel  # type: ignore[attr-defined]
+        for msg in (["x"], "x", {"op": "nope"}, {"op": "hashes", "paths": 5},
+                    {"op": "status", "ignore": "abc"}, {"op": "hashes"},
+                    {"op": "tree_snap", "id": "1"}, {"op": "tree_snap", "id": True},
+                    {"op": "capture", "extra": 1}, {"op": "run", "argv": ["true"], "cwd": 7},
+                    {"op": "tree_import", "id": 1, "entries": [],
+                     "restore": {"op": "tree_restore", "id": 1, "cwd": 3}}):
+            channel._write(proto.encode(msg))
+            reply, _ = channel.wait_reply(30.0, what="malformed")
+            assert reply["ok"] is False and reply["error"].startswith("malformed request:")
+            assert "\n" not in reply["error"]
+        channel.send({"op": "freeze", "n": "x"})  # no reply, as for a well-formed one
+        assert sb.run("echo still here").output == "still here\n"
+        assert sb.diff() == []
+    finally:
+        sb.close()

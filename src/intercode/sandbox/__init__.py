@@ -12,7 +12,7 @@ from importlib import import_module
 from typing import Any
 
 from intercode.errors import ConfigError
-from intercode.sandbox.base import Change, ExecResult, Sandbox
+from intercode.sandbox.base import Change, ExecResult, Sandbox, Snapshots, snapshots_of
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
 from intercode.sandbox.network import network_mode
@@ -105,5 +105,5 @@ def create_sandbox(backend: str = "bwrap", limits: Limits | None = None,
 
 
 __all__ = ["BACKENDS", "SHELLS", "Change", "ExecResult", "Layout", "Limits", "Sandbox",
-           "create_sandbox", "describe_root", "preflight", "require_backend",
-           "require_network"]
+           "Snapshots", "create_sandbox", "describe_root", "preflight", "require_backend",
+           "require_network", "snapshots_of"]

@@ -33,7 +33,7 @@ import json
 import time
 from collections.abc import Sequence
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from intercode.errors import SandboxError, SandboxUnavailableError, SnapshotError
 from intercode.sandbox import base, fdwait, ptyshare
@@ -44,8 +44,16 @@ from intercode.sandbox.inbox import MODULES, proto
 from intercode.sandbox.inbox.shell import FORKED
 from intercode.sandbox.layout import EPOCH_NS, SCRATCH_MOUNTS, SKELETON_DIRS, Layout
 from intercode.sandbox.limits import Limits
+from intercode.sandbox.requests import (
+    Request,
+    TreeImportRequest,
+    TreeRestoreRequest,
+    TreeSnapRequest,
+)
 from intercode.sandbox.shellio import Output, ShellIO
 
+# a snapshot request (they carry the snapshots to forget, see _with_drops)
+D = TypeVar("D", bound=TreeSnapRequest | TreeRestoreRequest | TreeImportRequest)
 MAX_REPLAY = 100_000  # bytes of a shell replay run at spawn (inbox/shell.py MAX_PRELUDE)
 # the tree snapshots the supervisor keeps in its memory, all live ones together: at most
 # this many full copies of the agent's writable file systems (see _snapshot_budget; on
@@ -120,7 +128,7 @@ def sources_digest() -> str:
     return hashlib.sha256(json.dumps(inbox_sources()).encode()).hexdigest()
 
 
-class SupervisedSandbox(base.Sandbox):
+class SupervisedSandbox(base.Sandbox, base.Snapshots):
     """A sandbox whose pid 1 is intercode's supervisor (see the module docstring): the
     protocol's host side; a backend adds its launch hooks."""
 
@@ -317,7 +325,7 @@ class SupervisedSandbox(base.Sandbox):
 
     # -- requests ------------------------------------------------------------------------
 
-    def _request(self, msg: dict[str, Any], blob: bytes = b"",
+    def _request(self, msg: Request, blob: bytes = b"",
                  timeout: float = 120.0) -> tuple[dict[str, Any], bytes]:
         if not self.alive or self._channel is None:
             raise SandboxError("the sandbox is not running")
@@ -397,7 +405,7 @@ class SupervisedSandbox(base.Sandbox):
         ``read_file``, ``write_file``: see ``inbox/provider.py``)."""
         if op not in PROVIDER_OPS:
             raise ValueError(f"not a call of the sandbox provider: {op!r}")
-        return self._request({**fields, "op": op}, blob, timeout)
+        return self._request(cast(Request, {**fields, "op": op}), blob, timeout)
 
     def diff(self, ignore: Sequence[str] = ()) -> list[Change]:
         """Changes against the pristine tree, as upstream's ``git status --short``."""
@@ -422,8 +430,8 @@ class SupervisedSandbox(base.Sandbox):
     def tree_snapshot(self, ident: int, held: int | None = None) -> base.TreeSnapshotInfo:
         """Keep the tree's state now inside the sandbox as snapshot ``ident`` (and
         register the held interpreter ``held``)."""
-        reply, _ = self._request(self._with_drops({"op": "tree_snap", "id": ident,
-                                                   "held": held}))
+        reply, _ = self._request(self._with_drops(
+            TreeSnapRequest(op="tree_snap", id=ident, held=held)))
         return self._snap_info(reply)
 
     def tree_snapshot_during(self, ident: int, action: str) -> tuple[ExecResult,
@@ -436,8 +444,8 @@ class SupervisedSandbox(base.Sandbox):
         replies: list[dict[str, Any]] = []
 
         def snap() -> None:
-            replies.append(self._request(self._with_drops({"op": "tree_snap", "id": ident,
-                                                           "held": None}))[0])
+            replies.append(self._request(self._with_drops(
+                TreeSnapRequest(op="tree_snap", id=ident, held=None)))[0])
 
         result = self._io.run(action, self.limits.timeout, meanwhile=snap)
         return result, self._snap_info(replies[0])
@@ -453,8 +461,8 @@ class SupervisedSandbox(base.Sandbox):
         replies: list[dict[str, Any]] = []
 
         def snap() -> None:
-            replies.append(self._request(self._with_drops({"op": "tree_snap", "id": ident,
-                                                           "held": None, "count": False}))[0])
+            replies.append(self._request(self._with_drops(
+                TreeSnapRequest(op="tree_snap", id=ident, held=None, count=False)))[0])
 
         self._await_held()
         result = self._io.run("", self.limits.timeout, kind="hold", meanwhile=snap)
@@ -510,10 +518,10 @@ class SupervisedSandbox(base.Sandbox):
         return self._restored(reply, cwd, late)
 
     def _restore_request(self, ident: int, cwd: str, held: int | None,
-                         replay: str | None) -> tuple[dict[str, Any], str | None]:
+                         replay: str | None) -> tuple[TreeRestoreRequest, str | None]:
         """A ``tree_restore`` request, and the replay to run as an action after it (one
         that does not fit an argument), if any."""
-        msg: dict[str, Any] = {"op": "tree_restore", "id": ident, "cwd": cwd}
+        msg: TreeRestoreRequest = {"op": "tree_restore", "id": ident, "cwd": cwd}
         if held is not None:
             msg["pid"] = held
         late = None
@@ -546,7 +554,7 @@ class SupervisedSandbox(base.Sandbox):
         """Forget tree snapshot ``ident`` with the next snapshot request (no round trip)."""
         self._drops.append(ident)
 
-    def _with_drops(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def _with_drops(self, msg: D) -> D:
         msg["drop"], self._drops = self._drops, []
         msg["drop_held"], self._held_drops = self._held_drops, []
         return msg
@@ -569,9 +577,8 @@ class SupervisedSandbox(base.Sandbox):
         other = self._same_backend(other)
         reply, data = self._request({"op": "tree_export", "id": ident})
         restore, late = other._restore_request(other_ident, cwd, None, replay)
-        done, _ = other._request(other._with_drops(
-            {"op": "tree_import", "id": other_ident, "entries": reply["entries"],
-             "restore": restore}), data)
+        done, _ = other._request(other._with_drops(TreeImportRequest(
+            op="tree_import", id=other_ident, entries=reply["entries"], restore=restore)), data)
         return other._restored(done, cwd, late)
 
     def _same_backend(self, other: base.Sandbox) -> SupervisedSandbox:
