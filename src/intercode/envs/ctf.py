@@ -7,7 +7,7 @@ on (upstream's evaluation let the agent try again), unless ``max_submissions`` i
 reached. Without ``network=True`` the sandbox has no network, and tasks that need it
 are skipped with their reason. ``network=True`` is an isolated user-mode network
 (slirp4netns) without the host's loopback services; ``network="host"`` shares the host's
-network, host loopback services (a local MariaDB, ...) included (see ``sandbox.netns``).
+network, host loopback services (a local MariaDB, ...) included (see ``sandbox.network``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The docker backend's networks: ``none``, an isolated bridge, or the host's.
 
 ``network`` settings mean on docker what they mean on bubblewrap (see
-:mod:`intercode.sandbox.netns`):
+:mod:`intercode.sandbox.bwrap.netns`):
 
 * ``False`` / ``"none"``: ``NetworkMode: none``, only ``lo`` (the default).
 * ``True`` / ``"isolated"``: the Docker bridge network ``intercode-isolated``, made on
