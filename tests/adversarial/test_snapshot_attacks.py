@@ -485,11 +485,13 @@ def test_a_snapshot_is_copied_only_between_sandboxes_of_one_docker_or_bwrap_back
     is never imported into a docker one, nor the other way, whatever the call."""
     from backends import need
 
-    from intercode.sandbox import create_sandbox
+    from intercode.sandbox.bwrap import BwrapSandbox
+    from intercode.sandbox.docker import DockerSandbox
     from intercode.sandbox.filetree import FileTree
 
     need("docker")
-    boxes = {name: create_sandbox(name) for name in ("bwrap", "docker")}
+    # the classes themselves: --sandbox-backend puts every create_sandbox on one backend
+    boxes = {"bwrap": BwrapSandbox(), "docker": DockerSandbox()}
     try:
         for box in boxes.values():
             box.start()
@@ -502,7 +504,7 @@ def test_a_snapshot_is_copied_only_between_sandboxes_of_one_docker_or_bwrap_back
             with pytest.raises(SnapshotError, match=f"only to another {source} sandbox"):
                 boxes[source].tree_copy_restore(1, boxes[target], 2, "/")
         for box in boxes.values():  # a copy within one backend still works
-            twin = create_sandbox(box.name)  # type: ignore[attr-defined]
+            twin = type(box)()
             try:
                 twin.start()
                 twin.load(FileTree.of([]))
