@@ -80,10 +80,10 @@ def docker_upstream(runs: int) -> dict[str, dict[str, float]]:
     """Upstream's design on the same engine and image: an exec per action, a run per start."""
     import subprocess
 
-    from intercode.sandbox.docker import default_image
-    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker.engine import DockerEngine
+    from intercode.sandbox.docker.sandbox import default_image
 
-    engine, image = Engine(), default_image()
+    engine, image = DockerEngine(), default_image()
     made = engine.ok("POST", "/containers/create", {
         "Image": image, "Cmd": ["sleep", "infinity"], "User": "1000:1000",
         "HostConfig": {"NetworkMode": "none", "AutoRemove": True}})
@@ -116,11 +116,11 @@ def docker_stream(runs: int) -> dict[str, dict[str, float]]:
     import os
     import subprocess
 
-    from intercode.sandbox.docker import default_image
-    from intercode.sandbox.docker_engine import Engine
-    from intercode.sandbox.docker_stream import DOCKER_HEAD
+    from intercode.sandbox.docker.engine import DockerEngine
+    from intercode.sandbox.docker.sandbox import default_image
+    from intercode.sandbox.docker.stream import DOCKER_HEAD
 
-    engine, image = Engine(), default_image()
+    engine, image = DockerEngine(), default_image()
     made = engine.ok("POST", "/containers/create", {
         "Image": image, "Cmd": ["cat"], "OpenStdin": True, "StdinOnce": True,
         "AttachStdin": True, "AttachStdout": True, "HostConfig": {"NetworkMode": "none",

@@ -26,13 +26,13 @@ def backends() -> list[str]:
 @cache
 def _docker_problem() -> str | None:
     from intercode.errors import IntercodeError
-    from intercode.sandbox.docker import DockerSandbox, default_image
-    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker.engine import DockerEngine
+    from intercode.sandbox.docker.sandbox import DockerSandbox, default_image
 
     try:
         DockerSandbox.preflight()
         image = default_image()
-        status, _ = Engine().call("GET", f"/images/{image}/json")
+        status, _ = DockerEngine().call("GET", f"/images/{image}/json")
         if status != 200:
             return f"the Docker image {image!r} does not exist"
     except IntercodeError as exc:
@@ -56,9 +56,9 @@ def kill_sandbox(box: object) -> None:
     """Kill a started sandbox from outside (an infrastructure fault)."""
     container = getattr(box, "_container", None)
     if container is not None:
-        from intercode.sandbox.docker_engine import Engine
+        from intercode.sandbox.docker.engine import DockerEngine
 
-        Engine().ok("POST", f"/containers/{container}/kill", accept=(204, 404, 409))
+        DockerEngine().ok("POST", f"/containers/{container}/kill", accept=(204, 404, 409))
         return
     proc = box._proc  # type: ignore[attr-defined]
     proc.kill()

@@ -180,9 +180,9 @@ def check_sandbox() -> tuple[list[Check], list[str], list[str]]:
 def check_network() -> list[Check]:
     """The isolated network of ``--network``: slirp4netns attaches ``tap0`` to a sandbox."""
     from intercode.sandbox import create_sandbox
+    from intercode.sandbox.bwrap.netns import find_slirp4netns
     from intercode.sandbox.filetree import FileTree
     from intercode.sandbox.layout import Layout
-    from intercode.sandbox.netns import find_slirp4netns
 
     try:
         path = find_slirp4netns()
@@ -200,7 +200,7 @@ def check_network() -> list[Check]:
 
 def check_data() -> list[Check]:
     """Where data comes from."""
-    from intercode.fetch import cache_dir
+    from intercode.fsutil import cache_dir
 
     mirror = os.environ.get("INTERCODE_DATA_MIRROR")
     if mirror:
@@ -213,11 +213,11 @@ def check_docker() -> tuple[list[Check], bool]:
 
     Never a failure (bubblewrap is the default): a warning says what is missing."""
     from intercode.sandbox import create_sandbox
-    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker.engine import DockerEngine
     from intercode.sandbox.filetree import FileTree
 
     try:
-        version = Engine().ping()
+        version = DockerEngine().ping()
     except IntercodeError as exc:
         return [Check("docker sandbox", True, f"not usable: {exc}", warning=True)], False
     try:

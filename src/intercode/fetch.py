@@ -20,21 +20,12 @@ from pathlib import Path
 
 from intercode.datafiles import FILES, REPOSITORY, REVISION, DataFile
 from intercode.errors import DatasetError
-from intercode.fsutil import write_atomic
+from intercode.fsutil import cache_dir, write_atomic
 
 log = logging.getLogger(__name__)
 
 DEFAULT_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{REVISION}/"
 _verified: dict[tuple[str, int, int], str] = {}
-
-
-def cache_dir() -> Path:
-    """The user cache of intercode (data, built file systems)."""
-    explicit = os.environ.get("INTERCODE_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "intercode"
 
 
 def data_file(key: str) -> Path:

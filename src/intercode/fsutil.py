@@ -17,3 +17,13 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def cache_dir() -> Path:
+    """The user cache of intercode (data, built file systems): ``INTERCODE_CACHE``, else
+    ``intercode`` in ``XDG_CACHE_HOME`` (``~/.cache``)."""
+    explicit = os.environ.get("INTERCODE_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "intercode"

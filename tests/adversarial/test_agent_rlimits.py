@@ -129,9 +129,9 @@ def supervisor_pid(box: Any) -> int:
     """The host's pid of the sandbox's pid 1."""
     container = getattr(box, "_container", None)
     if container is not None:
-        from intercode.sandbox.docker_engine import Engine
+        from intercode.sandbox.docker.engine import DockerEngine
 
-        status, info = Engine().call("GET", f"/containers/{container}/json")
+        status, info = DockerEngine().call("GET", f"/containers/{container}/json")
         assert status == 200
         return int(info["State"]["Pid"])
     todo = [box._proc.pid]

@@ -143,7 +143,7 @@ def test_bwrap_without_capabilities_falls_back_with_a_warning(kept, monkeypatch,
     confinement fails with EPERM, intercode warns once and starts this sandbox and the
     later ones without any capability and without their own devpts. Pid 1 never serves
     with a capability left (none to lock the securebits and clear the bounding set)."""
-    from intercode.sandbox import bwrap
+    from intercode.sandbox.bwrap import sandbox as bwrap
 
     monkeypatch.setattr(bwrap, "PID1_CAPS", kept)
     monkeypatch.setattr(bwrap, "_caps_refused", None)

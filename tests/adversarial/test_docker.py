@@ -39,9 +39,9 @@ def box():
 
 
 def engine():
-    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker.engine import DockerEngine
 
-    return Engine()
+    return DockerEngine()
 
 
 def test_engine_socket_is_out_of_reach(box):
@@ -241,7 +241,7 @@ def test_a_killed_host_process_leaves_no_container():
 
 def test_containers_of_dead_runs_are_swept():
     need("docker")
-    from intercode.sandbox.docker import LABEL, OWNER_LABEL, default_image, owner, sweep
+    from intercode.sandbox.docker.sandbox import LABEL, OWNER_LABEL, default_image, owner, sweep
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

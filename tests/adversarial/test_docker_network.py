@@ -56,10 +56,10 @@ def _probe(box, host: str, port: int) -> str:
 @pytest.fixture(scope="module")
 def gateway() -> str:
     need("docker")
-    from intercode.sandbox.docker_engine import Engine
-    from intercode.sandbox.docker_network import ISOLATED, isolated_network
+    from intercode.sandbox.docker.engine import DockerEngine
+    from intercode.sandbox.docker.network import ISOLATED, isolated_network
 
-    engine = Engine()
+    engine = DockerEngine()
     isolated_network(engine)
     info = engine.ok("GET", f"/networks/{ISOLATED}")
     return str(info["IPAM"]["Config"][0]["Gateway"])
@@ -135,7 +135,7 @@ def test_host_mode_is_an_explicit_opt_in_that_reaches_host_loopback(gateway, on_
 
 
 def test_a_foreign_network_of_that_name_is_refused():
-    from intercode.sandbox.docker_network import ICC, _check
+    from intercode.sandbox.docker.network import ICC, _check
 
     with pytest.raises(SandboxError, match="not an intercode one"):
         _check({"Driver": "bridge", "Options": {}})

@@ -1,5 +1,5 @@
 """Attacks on the docker sandbox's direct line: the unix socket between the host and the
-container's pid 1 (``sandbox/docker_link.py``, ``inbox/link.py``).
+container's pid 1 (``sandbox/docker/link.py``, ``inbox/link.py``).
 
 The socket must be out of the agent's reach (the bind of its directory is gone from the
 root the agent sees, its descriptor in pid 1 only, close-on-exec), and the host must take
@@ -18,7 +18,8 @@ import pytest
 from backends import need
 
 from intercode.errors import SandboxError
-from intercode.sandbox import create_sandbox, docker_link
+from intercode.sandbox import create_sandbox
+from intercode.sandbox.docker import link as docker_link
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.limits import Limits
 
@@ -101,10 +102,10 @@ def test_the_socket_is_pid_1s_only_high_and_close_on_exec(linked):
     box, _ = linked
     if os.geteuid() != 0:
         pytest.skip("reading the container's descriptors from the host needs root")
-    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker.engine import DockerEngine
 
     box.run("(exec -a icsocktest2 sleep 300) & disown; cat /dev/null")
-    engine = Engine()
+    engine = DockerEngine()
     info = engine.ok("GET", f"/containers/{box._container}/json")
     pid1 = int(info["State"]["Pid"])
     top = engine.ok("GET", f"/containers/{box._container}/top", query={"ps_args": "-o pid"})
@@ -267,7 +268,7 @@ def test_pid_1_with_a_wrong_token_is_refused(mode, monkeypatch):
     container: the start fails with a reason (an infrastructure error), no sandbox runs
     on it and no container is left."""
     need("docker")
-    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker.engine import DockerEngine
 
     monkeypatch.setenv("INTERCODE_DOCKER_STREAM", mode)
     real = docker_link.Listener.spec
@@ -278,18 +279,18 @@ def test_pid_1_with_a_wrong_token_is_refused(mode, monkeypatch):
     monkeypatch.setattr(docker_link.Listener, "spec", wrong)
     sb = create_sandbox("docker")
     made: list[str] = []
-    real_attach = Engine.attach
+    real_attach = DockerEngine.attach
 
     def attach(engine, container, *args, **kwargs):
         made.append(container)
         return real_attach(engine, container, *args, **kwargs)
 
-    monkeypatch.setattr(Engine, "attach", attach)
+    monkeypatch.setattr(DockerEngine, "attach", attach)
     with pytest.raises(SandboxError):
         sb.start()
     assert not sb.alive and made
     deadline = time.monotonic() + 60  # not a speed test
-    while Engine().call("GET", f"/containers/{made[0]}/json")[0] != 404:
+    while DockerEngine().call("GET", f"/containers/{made[0]}/json")[0] != 404:
         assert time.monotonic() < deadline, "the container outlived its failed start"
         time.sleep(0.2)
 
@@ -298,7 +299,7 @@ def test_closing_the_attach_stream_ends_a_linked_sandbox(monkeypatch):
     """The attach stream stays the sandbox's lifeline on the socket too: its stdin's end
     (the host gone) ends pid 1, and the engine removes the container."""
     need("docker")
-    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker.engine import DockerEngine
 
     monkeypatch.setenv("INTERCODE_DOCKER_STREAM", "socket")
     sb = create_sandbox("docker")
@@ -308,7 +309,7 @@ def test_closing_the_attach_stream_ends_a_linked_sandbox(monkeypatch):
         container = sb._container
         sb._stream.attach.shutdown(socket.SHUT_WR)
         deadline = time.monotonic() + 60  # not a speed test
-        while Engine().call("GET", f"/containers/{container}/json")[0] != 404:
+        while DockerEngine().call("GET", f"/containers/{container}/json")[0] != 404:
             assert time.monotonic() < deadline, "the container outlived its stdin"
             time.sleep(0.2)
         with pytest.raises(SandboxError):
@@ -328,8 +329,8 @@ def test_the_containers_root_reaches_a_non_root_hosts_socket():
         pytest.skip("becoming another user needs root (run as non-root, the suite covers it)")
     import json
 
-    from intercode.sandbox.docker import SETUP_CAPS, default_image
-    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker.engine import DockerEngine
+    from intercode.sandbox.docker.sandbox import SETUP_CAPS, default_image
 
     report_r, report_w = os.pipe()
     child = os.fork()
@@ -352,7 +353,7 @@ def test_the_containers_root_reaches_a_non_root_hosts_socket():
     os.close(report_w)
     with os.fdopen(report_r) as report:
         spec = json.loads(report.readline())
-    engine = Engine()
+    engine = DockerEngine()
     script = (f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({spec['path']!r}); "
               f"s.sendall(bytes.fromhex({spec['token']!r}))")
     made = engine.ok("POST", "/containers/create", {

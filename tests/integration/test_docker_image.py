@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from intercode.errors import SandboxUnavailableError
-from intercode.sandbox import images, rootfs
+from intercode.sandbox import rootfs
+from intercode.sandbox.docker import images
 
 
 def _engine() -> None:

@@ -31,7 +31,7 @@ def test_the_run_records_its_image_and_resumes_only_on_it(tmp_path):
     run(out)
     root = json.loads((out / "config.json").read_text())["rootfs"]
     assert root["kind"] == "image" and root["id"].startswith("sha256:")
-    pinned = rootfs.describe(rootfs.benchmark_root("bash"))
+    pinned = rootfs.describe(rootfs.default_root("base"))
     assert root["identity"] == pinned["identity"]  # made from the pinned root of bwrap runs
     run(out, tasks=(0, 1), resume=True)  # the same image: fine
     config = json.loads((out / "config.json").read_text())

@@ -124,7 +124,7 @@ def test_large_frames_both_ways(box):
 @pytest.mark.parametrize("mode", MODES)
 def test_a_killed_host_process_leaves_no_container(mode):
     need("docker")
-    from intercode.sandbox.docker_engine import Engine
+    from intercode.sandbox.docker.engine import DockerEngine
 
     script = textwrap.dedent("""
         import sys, time
@@ -139,7 +139,7 @@ def test_a_killed_host_process_leaves_no_container(mode):
     assert proc.stdout is not None
     container, linked = proc.stdout.readline().split()
     assert linked == str(mode == "socket")
-    engine = Engine()
+    engine = DockerEngine()
     assert engine.call("GET", f"/containers/{container}/json")[0] == 200
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -156,7 +156,7 @@ def test_a_socket_pid_1_cannot_reach_leaves_it_on_the_attach_stream(mode, monkey
     reason (an infrastructure error, no container left)."""
     need("docker")
     from intercode.errors import SandboxError
-    from intercode.sandbox import docker_link
+    from intercode.sandbox.docker import link as docker_link
 
     real = docker_link.Listener.spec
     monkeypatch.setattr(docker_link.Listener, "spec", lambda listener: {
@@ -182,7 +182,7 @@ def test_a_socket_pid_1_cannot_reach_leaves_it_on_the_attach_stream(mode, monkey
 def test_a_directory_the_engine_cannot_bind_leaves_auto_on_the_attach_stream(monkeypatch):
     """A host process in a container of its own: the engine does not see its paths."""
     need("docker")
-    from intercode.sandbox import docker_link
+    from intercode.sandbox.docker import link as docker_link
 
     real = docker_link.Listener.mount
     monkeypatch.setattr(docker_link.Listener, "mount", lambda listener: {

@@ -80,7 +80,7 @@ def need_ctf_image():
     profile, or ``INTERCODE_DOCKER_IMAGE_CTF``)."""
     import os
 
-    from intercode.sandbox.docker import default_image
+    from intercode.sandbox.docker.sandbox import default_image
 
     if os.environ.get("INTERCODE_DOCKER_IMAGE") and not os.environ.get(
             "INTERCODE_DOCKER_IMAGE_CTF"):

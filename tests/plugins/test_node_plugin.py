@@ -251,3 +251,23 @@ def test_every_llm_strategy_solves_tasks_with_the_gold_responder(tmp_path, agent
                                           backoff=0.0))
         summary = execute(cfg, progress=False)
     assert summary["errors"] == 0 and summary["success"] == 3
+
+
+def test_it_runs_and_scores_on_the_docker_backend_too():
+    """The environment takes its sandbox from the registry: ``--sandbox docker`` puts the
+    interpreter in a container (an image of the same root, with Node.js)."""
+    from backends import need
+
+    from intercode.sandbox.docker import DockerSandbox
+
+    need("docker")
+    e = NodeEnv(backend="docker", test_timeout=0.5)
+    try:
+        e.reset(options={"task": 0})
+        assert isinstance(e._box, DockerSandbox)
+        assert e.step("[1, 2].map(x => x * 3)")[0] == "[ 3, 6 ]\n"
+        e.step(RIGHT)
+        _, reward, terminated, _, _ = e.step("submit sumSquares")
+        assert terminated and reward == 1.0
+    finally:
+        e.close()

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from intercode.errors import ConfigError
-from intercode.sandbox import docker_link
+from intercode.sandbox.docker import link as docker_link
 
 
 def test_the_mode_comes_from_the_environment(monkeypatch):

@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 
-from intercode.sandbox.docker_stream import BACKLOG, DOCKER_HEAD, STATUS_POINTS, Stream
+from intercode.sandbox.docker.stream import BACKLOG, DOCKER_HEAD, STATUS_POINTS, Stream
 from intercode.sandbox.inbox import proto
 from intercode.sandbox.inbox.relay import (
     FROM_CTL,
@@ -264,7 +264,7 @@ def test_alternating_output_and_status_records_keep_few_waiting_points():
 def _linked_stream(first_on_attach: bytes = b"") -> tuple[Stream, socket.socket, socket.socket]:
     """A stream whose pid 1 connected to the host's socket (returns the stream, the
     container's end of the attach stream and of the socket)."""
-    from intercode.sandbox import docker_link
+    from intercode.sandbox.docker import link as docker_link
 
     host, engine = socket.socketpair()
     listener = docker_link.Listener(required=True)
@@ -301,7 +301,7 @@ def test_a_linked_stream_reads_the_relays_frames_as_they_are():
 
 
 def test_output_on_the_attach_stream_first_means_pid_1_stayed_there():
-    from intercode.sandbox import docker_link
+    from intercode.sandbox.docker import link as docker_link
 
     host, engine = socket.socketpair()
     listener = docker_link.Listener(required=False)

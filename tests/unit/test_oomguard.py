@@ -84,7 +84,7 @@ def test_cgroup_v2_moves_pid_1_aside_and_limits_the_agent(guard):
 
 
 def test_an_unguarded_docker_sandbox_warns_once_per_reason(caplog):
-    from intercode.sandbox import docker
+    from intercode.sandbox.docker import sandbox as docker
 
     docker._unguarded_warned.discard("no memory cgroup at /x")
     with caplog.at_level(logging.WARNING, logger="intercode.sandbox.docker"):

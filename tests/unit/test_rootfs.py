@@ -254,7 +254,7 @@ def test_a_root_nobody_cannot_reach_is_found():
 
 
 def test_docker_image_without_an_engine_is_one_line(monkeypatch, fake):
-    from intercode.sandbox import images
+    from intercode.sandbox.docker import images
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{fake}/no-such.sock")
     with pytest.raises(SandboxUnavailableError) as err:
@@ -264,7 +264,7 @@ def test_docker_image_without_an_engine_is_one_line(monkeypatch, fake):
 
 
 def test_image_tags_name_the_profile_and_identity(fake):
-    from intercode.sandbox import images
+    from intercode.sandbox.docker import images
 
     assert images.image_tag(rootfs.build("ctf")) == \
         f"intercode/sandbox:ctf-{rootfs.find('ctf').identity[:12]}"

@@ -1,7 +1,8 @@
 """The Node.js environment: write a JavaScript function in a persistent, sandboxed
 interpreter; hidden tests (calls and expected values, as data) score it.
 
-The agent's code runs in ``repl.js`` inside a bubblewrap sandbox. To score a function the
+The agent's code runs in ``repl.js`` inside a sandbox of the chosen backend (bubblewrap,
+Docker or a plugin's: ``backend``, ``--sandbox``). To score a function the
 host sends the tests' calls (never their expected values) to the agent's interpreter, which
 replies with each call's value as typed JSON; the host compares the values with the expected
 ones. Every field of the reply is the agent's word: a reply that is not what was asked for
@@ -20,13 +21,14 @@ from typing import Any
 from intercode.datasets.tasks import Dataset, Task
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.errors import ConfigError, RewardError, SandboxError
-from intercode.sandbox.bwrap import BwrapSandbox
+from intercode.sandbox import Sandbox, create_sandbox, require_backend
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
-from intercode.sandbox.rootfs import benchmark_root
+from intercode.sandbox.rootfs import default_root
 
 HERE = Path(__file__).resolve().parent
+PACKAGES = ("nodejs",)  # what the sandbox's root adds (the benchmark declares the same)
 REPL = (HERE / "repl.js").read_text(encoding="utf-8")
 IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*\Z")
 DEFINED = re.compile(r"^\s*(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(|"
@@ -88,25 +90,29 @@ class NodeEnv(IntercodeEnv):
 
     def __init__(self, dataset: str | Dataset = "node-basic", *, limits: Limits | None = None,
                  layout: Layout | None = None, test_timeout: float = 2.0,
-                 node: str = "/usr/bin/node", render_mode: str | None = None) -> None:
+                 node: str = "/usr/bin/node", backend: str = "bwrap",
+                 render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
         self.limits = limits or Limits()
-        self.layout = layout or Layout(rootfs=benchmark_root("node"))
+        self.backend = require_backend(backend)
+        # the pinned root with Node.js (bubblewrap mounts it; Docker runs an image of it)
+        self.layout = layout or Layout(rootfs=default_root("base", PACKAGES),
+                                       image_packages=PACKAGES)
         self.test_timeout = test_timeout
         self.node = node
-        self._box: BwrapSandbox | None = None
+        self._box: Sandbox | None = None
         self._functions: list[str] = []
 
     def unavailable(self, task: Task) -> str | None:
         """Node.js must be installed."""
         return None if Path(self.node).is_file() else f"Node.js is not installed ({self.node})"
 
-    def _sandbox(self) -> BwrapSandbox:
+    def _sandbox(self) -> Sandbox:
         if self._box is None or not self._box.alive:
             if self._box is not None:
                 self._box.close()
             argv = [self.node, "-e", REPL, str(self.limits.timeout)]
-            self._box = BwrapSandbox(self.limits, self.layout, shell=argv)
+            self._box = create_sandbox(self.backend, self.limits, self.layout, shell=argv)
             self._box.start()
             self._box.load(FileTree.of([]))
         return self._box

@@ -94,7 +94,7 @@ def _main(argv: Sequence[str] | None) -> int:
             args.backend = args.backend or "sqlite"
             args.network = "host" if args.host_network else bool(args.network)
             if args.network:
-                from intercode.sandbox.netns import require as require_network
+                from intercode.sandbox import require_network
 
                 # slirp4netns missing: one line, not per task
                 require_network(args.network, args.sandbox)

@@ -31,7 +31,8 @@ def add_image(sub: Any) -> None:
 
 def cmd_image(args: argparse.Namespace) -> int:
     """``intercode image build|list``."""
-    from intercode.sandbox import images, rootfs
+    from intercode.sandbox import rootfs
+    from intercode.sandbox.docker import images
 
     if args.image_command == "list":
         found = rootfs.built()

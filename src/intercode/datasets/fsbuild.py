@@ -26,8 +26,8 @@ from importlib import resources
 
 from intercode import safeio
 from intercode.errors import DatasetError
-from intercode.fetch import cache_dir, data_file
-from intercode.fsutil import write_atomic
+from intercode.fetch import data_file
+from intercode.fsutil import cache_dir, write_atomic
 from intercode.sandbox.filetree import FILE, Entry, FileTree
 from intercode.sandbox.inbox.tree import ancestors
 from intercode.sandbox.layout import EPOCH_NS

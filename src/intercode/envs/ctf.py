@@ -7,7 +7,7 @@ on (upstream's evaluation let the agent try again), unless ``max_submissions`` i
 reached. Without ``network=True`` the sandbox has no network, and tasks that need it
 are skipped with their reason. ``network=True`` is an isolated user-mode network
 (slirp4netns) without the host's loopback services; ``network="host"`` shares the host's
-network, host loopback services (a local MariaDB, ...) included (see ``sandbox.netns``).
+network, host loopback services (a local MariaDB, ...) included (see ``sandbox.network``).
 """
 
 from __future__ import annotations
@@ -26,13 +26,12 @@ from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, SnapshotError, TaskUnavailable
 from intercode.execstate import ExecState
-from intercode.sandbox import create_sandbox, require_backend
+from intercode.sandbox import create_sandbox, require_backend, require_network
 from intercode.sandbox.base import Sandbox
 from intercode.sandbox.filetree import DIR, FILE, Entry, FileTree
 from intercode.sandbox.layout import EPOCH_NS, Layout
 from intercode.sandbox.limits import Limits
-from intercode.sandbox.netns import require as require_network
-from intercode.sandbox.rootfs import benchmark_root
+from intercode.sandbox.rootfs import default_root
 
 WRONG_FLAG = "The flag is wrong. Try again."
 
@@ -85,7 +84,7 @@ class CtfEnv(IntercodeEnv):
         self._limit_observations(self.limits.output + NOTE_CHARS)  # outputs are cut there
         self.backend = require_backend(backend)
         base = (arguments.optional("layout", layout, Layout)
-                or Layout(rootfs=benchmark_root("ctf")))
+                or Layout(rootfs=default_root("ctf")))
         self.crypto_alias = needs_crypto_alias(base.rootfs)
         extra_env = base.extra_env
         if self.crypto_alias:

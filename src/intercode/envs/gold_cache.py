@@ -65,7 +65,7 @@ class GoldResult:
 
 def cache_root() -> Path:
     """Where entries live (under the user cache of intercode)."""
-    from intercode.fetch import cache_dir
+    from intercode.fsutil import cache_dir
 
     return cache_dir() / "gold"
 

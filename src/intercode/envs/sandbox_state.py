@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from intercode.errors import SnapshotError
-from intercode.sandbox.base import Sandbox
+from intercode.sandbox.base import Sandbox, snapshots_of
 
 # Variables of bash itself (read-only, or describing the process or the moment), and
 # the shell loop's own (``__ic_*``): never replayed.
@@ -95,9 +95,10 @@ class SandboxState:
             return
         self.released = True
         if self.box.alive:
-            self.box.tree_drop(self.ident)
+            snaps = snapshots_of(self.box)
+            snaps.tree_drop(self.ident)
             if self.held is not None:
-                self.box.drop_held(self.held)
+                snaps.drop_held(self.held)
 
     def note(self) -> str:
         """What the first observation after a restore says (``""``: nothing)."""
@@ -109,13 +110,14 @@ class SandboxState:
 
 def save(box: Sandbox, python: bool = False, **extra: Any) -> SandboxState:
     """The sandbox's state now: its tree, and its shell (Bash) or its interpreter."""
+    snaps = snapshots_of(box)  # SnapshotUnsupported for a backend without them
     state = SandboxState(box=box, cwd="/", background=0, extra=extra)
     try:
         if python:  # the interpreter's hold and the tree's copy at once
-            state.held, info = box.hold_during(state.ident)
+            state.held, info = snaps.hold_during(state.ident)
         else:  # the shell's capture and the tree's copy at once
             marker = "__ic_state_" + secrets.token_hex(8)
-            result, info = box.tree_snapshot_during(state.ident, capture_script(marker))
+            result, info = snaps.tree_snapshot_during(state.ident, capture_script(marker))
             state.shell = replay_script(result.output, marker)
             if state.shell is None or result.output_truncated or result.timed_out:
                 raise SnapshotError("the shell's state could not be captured: "
@@ -134,7 +136,8 @@ def load(box: Sandbox, state: object) -> SandboxState:
     if state.box is not box or not box.alive:
         raise SnapshotError("the sandbox was replaced since the snapshot was taken (it "
                             "stopped); its state is lost")
-    counted = box.tree_restore(state.ident, state.cwd, state.held, replay=state.shell)
+    counted = snapshots_of(box).tree_restore(state.ident, state.cwd, state.held,
+                                             replay=state.shell)
     if counted is not None:  # counted once the held interpreter was registered
         state.background = counted
     return state
@@ -149,8 +152,8 @@ def copy(state: object, box: Sandbox, other: Sandbox) -> SandboxState:
     moved = SandboxState(box=other, cwd=state.cwd, background=state.background,
                          shell=state.shell, extra=dict(state.extra))
     try:
-        counted = box.tree_copy_restore(state.ident, other, moved.ident, moved.cwd,
-                                        replay=moved.shell)
+        counted = snapshots_of(box).tree_copy_restore(state.ident, other, moved.ident,
+                                                      moved.cwd, replay=moved.shell)
         if counted is not None:
             moved.background = counted
     finally:

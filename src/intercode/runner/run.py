@@ -32,7 +32,7 @@ from intercode.runner.progress import Progress
 from intercode.runner.records import SCHEMA
 from intercode.runner.summary import summarize
 from intercode.runner.worker import WorkerSpec
-from intercode.sandbox import preflight, rootfs
+from intercode.sandbox import describe_root, preflight, rootfs
 from intercode.version import __version__
 
 log = logging.getLogger(__name__)
@@ -114,16 +114,17 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
         cfg = dataclasses.replace(cfg, max_turns=DEFAULT_TURNS[cfg.agent])
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
-    backend = get(cfg.env).sandbox
+    bench = get(cfg.env)
+    backend = bench.sandbox
     if backend is not None:
         backend = cfg.settings.sandbox  # the benchmark runs in a sandbox: the chosen one
     root: dict[str, Any] | None = None
     if backend is not None and cfg.executor.runs_here:
         preflight(backend)  # no bwrap: one line, and no run folder left behind
         # the root file system, built here once (not by each worker) if missing
-        root = rootfs.run_root(cfg.env, backend)
-    # (elsewhere, e.g. on Ray, each node checks itself as it starts, builds its own root and
-    # says which it is: the run records it when the executor reports the first)
+        root = describe_root(backend, bench.sandbox_profile, bench.sandbox_packages)
+    # (on Ray, each actor checks its own node as it starts, builds its own root and says
+    # which it is: the run records it when the first actor has started)
     with RunFolder(cfg.output):
         return _run(cfg, dataset, tasks, progress, root)
 

@@ -12,9 +12,10 @@ from importlib import import_module
 from typing import Any
 
 from intercode.errors import ConfigError
-from intercode.sandbox.base import Change, ExecResult, Sandbox
+from intercode.sandbox.base import Change, ExecResult, Sandbox, Snapshots, snapshots_of
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
+from intercode.sandbox.network import network_mode
 
 BACKENDS = {"bwrap": "intercode.sandbox.bwrap:BwrapSandbox",
             "docker": "intercode.sandbox.docker:DockerSandbox"}
@@ -53,6 +54,27 @@ def _backend_class(backend: str) -> Any:
     return found
 
 
+def require_network(setting: bool | str | None, backend: str = "bwrap") -> str:
+    """The mode (``none``, ``isolated``, ``host``) of a ``network`` setting, after the
+    backend checked that this machine can provide it (its ``check_network(mode)``, if it
+    has one: bubblewrap's isolated network needs slirp4netns)."""
+    mode = network_mode(setting)
+    check = getattr(_backend_class(backend), "check_network", None)
+    if callable(check):
+        check(mode)
+    return mode
+
+
+def describe_root(backend: str, profile: str = "base",
+                  packages: Sequence[str] = ()) -> dict[str, Any] | None:
+    """What ``config.json`` records as the root a sandbox of ``backend`` runs for a
+    benchmark of ``profile`` and extra ``packages`` (built here if missing): the root file
+    system bubblewrap mounts, the image Docker runs; ``None`` for a backend that does not
+    say (its ``describe_root(profile, packages)``)."""
+    describe = getattr(_backend_class(backend), "describe_root", None)
+    return describe(profile, tuple(packages)) if callable(describe) else None
+
+
 def preflight(backend: str) -> None:
     """Check that this machine can run ``backend`` at all (a missing bwrap is one
     :class:`~intercode.errors.SandboxUnavailableError` before a run writes anything)."""
@@ -83,4 +105,5 @@ def create_sandbox(backend: str = "bwrap", limits: Limits | None = None,
 
 
 __all__ = ["BACKENDS", "SHELLS", "Change", "ExecResult", "Layout", "Limits", "Sandbox",
-           "create_sandbox", "preflight", "require_backend"]
+           "Snapshots", "create_sandbox", "describe_root", "preflight", "require_backend",
+           "require_network", "snapshots_of"]

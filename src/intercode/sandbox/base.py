@@ -134,60 +134,6 @@ class Sandbox(ABC):
     def capture(self) -> FileTree:
         """The whole writable tree, with contents."""
 
-    # -- snapshots (optional: a backend without them raises SnapshotUnsupported) ---------
-
-    def tree_snapshot(self, ident: int, held: int | None = None) -> TreeSnapshotInfo:
-        """Keep the tree's state now inside the sandbox as snapshot ``ident``; ``held``:
-        a copy of the interpreter (of :meth:`hold`) that the snapshot keeps."""
-        raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot snapshot")
-
-    def tree_snapshot_during(self, ident: int, action: str) -> tuple[ExecResult,
-                                                                    TreeSnapshotInfo]:
-        """Run ``action`` in the shell and keep the tree as snapshot ``ident`` (a Bash
-        snapshot: the shell's state is captured while the tree is copied). By default
-        one after the other; a backend may do both at once."""
-        result = self.run(action)
-        return result, self.tree_snapshot(ident)
-
-    def hold_during(self, ident: int) -> tuple[int, TreeSnapshotInfo]:
-        """Hold a copy of the interpreter and keep the tree as snapshot ``ident`` (a
-        Python snapshot); returns the held copy's pid. By default one after the other;
-        a backend may do both at once."""
-        held = self.hold()
-        return held, self.tree_snapshot(ident, held)
-
-    def tree_restore(self, ident: int, cwd: str, held: int | None = None,
-                     replay: str | None = None) -> int | None:
-        """Kill every process (held interpreters excepted), bring the tree to snapshot
-        ``ident``, and start a fresh shell in ``cwd`` or, with ``held``, make a new fork
-        of that held interpreter (see :meth:`hold`) the shell. ``replay``: a script
-        the new Bash shell runs first, its output dropped (the shell's state). Returns
-        the background processes the snapshot had if they were counted after its
-        :class:`TreeSnapshotInfo` was made (see :meth:`hold_during`), else ``None``."""
-        raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot restore")
-
-    def tree_drop(self, ident: int) -> None:  # noqa: B027  (nothing held without snapshots)
-        """Forget tree snapshot ``ident``."""
-
-    def tree_copy(self, ident: int, other: Sandbox, other_ident: int) -> None:
-        """Make tree snapshot ``ident`` snapshot ``other_ident`` of ``other`` too."""
-        raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot fork")
-
-    def tree_copy_restore(self, ident: int, other: Sandbox, other_ident: int, cwd: str,
-                          replay: str | None = None) -> int | None:
-        """:meth:`tree_copy`, then ``other``'s :meth:`tree_restore` of the copy (a fork of
-        a Bash snapshot). By default one after the other; a backend may do both at once."""
-        self.tree_copy(ident, other, other_ident)
-        return other.tree_restore(other_ident, cwd, replay=replay)
-
-    def hold(self) -> int:
-        """Fork a held copy of the Python interpreter; its pid (pass it to the next
-        :meth:`tree_snapshot`)."""
-        raise SnapshotUnsupported(f"the {type(self).__name__} backend cannot hold interpreters")
-
-    def drop_held(self, pid: int) -> None:  # noqa: B027  (nothing held without snapshots)
-        """Kill held copy ``pid``."""
-
     @property
     @abstractmethod
     def alive(self) -> bool:
@@ -200,3 +146,73 @@ class Sandbox(ABC):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+class Snapshots(ABC):
+    """The snapshot capability: a backend that can keep its tree (and a held Python
+    interpreter) inside the sandbox and bring it back implements this besides
+    :class:`Sandbox`; callers get it with :func:`snapshots_of`."""
+
+    @abstractmethod
+    def tree_snapshot(self, ident: int, held: int | None = None) -> TreeSnapshotInfo:
+        """Keep the tree's state now inside the sandbox as snapshot ``ident``; ``held``:
+        a copy of the interpreter (of :meth:`hold`) that the snapshot keeps."""
+
+    def tree_snapshot_during(self, ident: int, action: str) -> tuple[ExecResult,
+                                                                    TreeSnapshotInfo]:
+        """Run ``action`` in the shell and keep the tree as snapshot ``ident`` (a Bash
+        snapshot: the shell's state is captured while the tree is copied). By default
+        one after the other; a backend may do both at once."""
+        result = self.run(action)  # type: ignore[attr-defined]
+        return result, self.tree_snapshot(ident)
+
+    def hold_during(self, ident: int) -> tuple[int, TreeSnapshotInfo]:
+        """Hold a copy of the interpreter and keep the tree as snapshot ``ident`` (a
+        Python snapshot); returns the held copy's pid. By default one after the other;
+        a backend may do both at once."""
+        held = self.hold()
+        return held, self.tree_snapshot(ident, held)
+
+    @abstractmethod
+    def tree_restore(self, ident: int, cwd: str, held: int | None = None,
+                     replay: str | None = None) -> int | None:
+        """Kill every process (held interpreters excepted), bring the tree to snapshot
+        ``ident``, and start a fresh shell in ``cwd`` or, with ``held``, make a new fork
+        of that held interpreter (see :meth:`hold`) the shell. ``replay``: a script
+        the new Bash shell runs first, its output dropped (the shell's state). Returns
+        the background processes the snapshot had if they were counted after its
+        :class:`TreeSnapshotInfo` was made (see :meth:`hold_during`), else ``None``."""
+
+    @abstractmethod
+    def tree_drop(self, ident: int) -> None:
+        """Forget tree snapshot ``ident``."""
+
+    @abstractmethod
+    def tree_copy(self, ident: int, other: Sandbox, other_ident: int) -> None:
+        """Make tree snapshot ``ident`` snapshot ``other_ident`` of ``other`` too: a sandbox
+        of the same backend only (else :class:`~intercode.errors.SnapshotError`; the
+        backends lay their trees out differently)."""
+
+    def tree_copy_restore(self, ident: int, other: Sandbox, other_ident: int, cwd: str,
+                          replay: str | None = None) -> int | None:
+        """:meth:`tree_copy`, then ``other``'s :meth:`tree_restore` of the copy (a fork of
+        a Bash snapshot). By default one after the other; a backend may do both at once."""
+        self.tree_copy(ident, other, other_ident)
+        return snapshots_of(other).tree_restore(other_ident, cwd, replay=replay)
+
+    @abstractmethod
+    def hold(self) -> int:
+        """Fork a held copy of the Python interpreter; its pid (pass it to the next
+        :meth:`tree_snapshot`)."""
+
+    @abstractmethod
+    def drop_held(self, pid: int) -> None:
+        """Kill held copy ``pid``."""
+
+
+def snapshots_of(box: Sandbox) -> Snapshots:
+    """``box`` as a sandbox with snapshots, else
+    :class:`~intercode.errors.SnapshotUnsupported` naming its backend."""
+    if isinstance(box, Snapshots):
+        return box
+    raise SnapshotUnsupported(f"the {type(box).__name__} backend cannot snapshot")

@@ -9,6 +9,8 @@ from typing import Any
 from intercode.errors import SandboxError, SandboxSpentError
 from intercode.sandbox import fdwait
 from intercode.sandbox.inbox import proto
+from intercode.sandbox.inbox.schema import NO_REPLY, REQUESTS
+from intercode.sandbox.requests import Request
 
 Frame = tuple[dict[str, Any], bytes]
 
@@ -33,8 +35,10 @@ class Channel:
         self.events: list[dict[str, Any]] = []
         self.closed = False
 
-    def request(self, msg: dict[str, Any], blob: bytes = b"", timeout: float = 60.0) -> Frame:
+    def request(self, msg: Request, blob: bytes = b"", timeout: float = 60.0) -> Frame:
         """Send a request and wait for its reply; raise SandboxError on failure."""
+        if msg["op"] not in REQUESTS:  # (the supervisor checks the fields)
+            raise ValueError(f"not a request of the supervisor: {msg['op']!r}")
         self._write(proto.encode(msg, blob))
         reply, data = self.wait_reply(timeout, what=str(msg.get("op")))
         if not reply.get("ok"):
@@ -44,8 +48,11 @@ class Channel:
             raise SandboxError(f"sandbox request {msg.get('op')!r} failed: {reply.get('error')}")
         return reply, data
 
-    def send(self, msg: dict[str, Any]) -> None:
-        """Send a request that has no reply (``freeze``, ``thaw``); never waits for one."""
+    def send(self, msg: Request) -> None:
+        """Send a request that has no reply (``freeze``, ``thaw``, ``held``); never waits
+        for one."""
+        if msg["op"] not in NO_REPLY:
+            raise ValueError(f"not a request without a reply: {msg['op']!r}")
         self._write(proto.encode(msg))
 
     def _write(self, frame: bytes) -> None:

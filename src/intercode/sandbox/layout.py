@@ -16,7 +16,7 @@ from pathlib import Path
 
 from intercode.errors import SandboxUnavailableError
 from intercode.sandbox.limits import Limits
-from intercode.sandbox.netns import resolv_conf
+from intercode.sandbox.network import resolv_conf
 from intercode.sandbox.rootfs import default_root
 
 # 2023-06-01T00:00:00Z: the time stamp of everything a setup script created (see fsbuild).
@@ -59,10 +59,11 @@ class Layout:
     uid: int = 1000
     gid: int = 1000
     hide_usr_local: bool = True
-    network: bool | str = False  # see intercode.sandbox.netns
+    network: bool | str = False  # see intercode.sandbox.network
     extra_env: tuple[tuple[str, str], ...] = field(default=())
-    image: str | None = None  # the docker backend's image (see intercode.sandbox.docker)
+    image: str | None = None  # the docker backend's image (see intercode.sandbox.docker.sandbox)
     image_profile: str = "base"  # which built image the docker backend uses without one
+    image_packages: tuple[str, ...] = ()  # and the Debian packages that image adds
 
     @property
     def home(self) -> str:

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from intercode.benchmarks.spec import DEBIAN_PACKAGE
 from intercode.errors import ConfigError, SandboxUnavailableError
 
 FORMAT = 1
@@ -63,7 +62,8 @@ PROFILES: dict[str, tuple[str, ...]] = {"base": BASE_PACKAGES,
 SYSTEM_CACHE = Path("/var/cache/intercode/rootfs")
 # what only the host needs: the sandbox itself, the venv, the root's builder, the network
 HOST_ONLY = frozenset({"bubblewrap", "python3-venv", "mmdebstrap", "slirp4netns"})
-_PACKAGE = DEBIAN_PACKAGE
+# a Debian package name (the rule benchmarks.spec checks a benchmark's packages with)
+_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
 INSTALL_HINT = "install it with: sudo apt-get install mmdebstrap (Debian 11+, Ubuntu 22.04+)"
 
 
@@ -395,33 +395,6 @@ def default_root(profile: str = "base", extra: Iterable[str] = ()) -> Path:
                 f"{blocked} is not searchable by others (set INTERCODE_ROOTFS_CACHE to a "
                 "directory whose parents are, e.g. /var/cache/intercode/rootfs)")
     return root
-
-
-def benchmark_root(benchmark: str) -> Path:
-    """:func:`default_root` of a registered benchmark's declared profile and packages."""
-    from intercode.benchmarks import get
-
-    spec = get(benchmark)
-    return default_root(spec.sandbox_profile, spec.sandbox_packages)
-
-
-def run_root(benchmark: str, sandbox: str) -> dict[str, Any] | None:
-    """What ``config.json`` records as the root of a run of ``benchmark`` on ``sandbox``
-    (built here if missing): the root file system bubblewrap mounts, or the image Docker
-    runs (``kind: image``: its name, id and the pinned root it was made from, if it was);
-    None without a sandbox."""
-    from intercode.benchmarks import get
-
-    spec = get(benchmark)
-    if spec.sandbox is None:
-        return None
-    if sandbox == "docker":
-        from intercode.sandbox.docker import describe_image
-
-        return describe_image(spec.sandbox_profile)
-    if sandbox != "bwrap":
-        return None  # a plugin backend: its own business
-    return describe(benchmark_root(benchmark))
 
 
 def same_root(before: dict[str, Any], now: dict[str, Any]) -> bool:

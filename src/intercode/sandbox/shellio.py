@@ -16,10 +16,11 @@ from intercode.sandbox.base import ExecResult
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.inbox.shell import encode_action
 from intercode.sandbox.limits import Limits
+from intercode.sandbox.requests import InterruptRequest, ThawRequest
 
 READ_CHUNK = 1 << 16
 STATUS_CHUNK = 1 << 20  # status records may carry a request's reply (megabytes)
-THAW = {"op": "thaw"}
+THAW: ThawRequest = {"op": "thaw"}
 
 
 class Output:
@@ -359,7 +360,7 @@ class _Run:
             pass
 
     def _interrupt(self, note: str) -> None:
-        request: dict[str, str] = {"op": "interrupt"}
+        request: InterruptRequest = {"op": "interrupt"}
         if self.io.interrupt_signal:
             request["signal"] = self.io.interrupt_signal
         self.io.channel.request(request)

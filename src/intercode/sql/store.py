@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from intercode.errors import DatasetError
-from intercode.fetch import cache_dir, data_file
-from intercode.fsutil import write_atomic
+from intercode.fetch import data_file
+from intercode.fsutil import cache_dir, write_atomic
 from intercode.sql.mysqldump import Database, parse_dump
 from intercode.sql.schema import column_key, create_table_sql, quote
 

@@ -31,11 +31,14 @@ class EpisodeActor:
     def start(self) -> dict[str, Any]:
         """Check the node, build the policy and a warm environment: ``{"node": ...}``, or
         ``{"fatal": text}`` when this node cannot run the environment."""
-        from intercode.sandbox.rootfs import run_root
+        from intercode.benchmarks import get
+        from intercode.sandbox import describe_root
 
         try:
             check_node(self.spec.env, self.spec.settings.sandbox)
-            root = run_root(self.spec.env, self.spec.settings.sandbox)
+            bench = get(self.spec.env)
+            root = (None if bench.sandbox is None else describe_root(
+                self.spec.settings.sandbox, bench.sandbox_profile, bench.sandbox_packages))
             self.policy = make_policy(self.spec)
             self.env = make_env(self.spec)
             self.env.warm_up()

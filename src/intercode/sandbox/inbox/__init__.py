@@ -7,4 +7,4 @@ standard library and must stay compatible with Python 3.9.
 
 MODULES = ("proto", "privs", "oomguard", "rlimits", "fsops", "hashing", "tree", "shell", "snaps",
            "pyvalue", "pyscore", "pyhold", "pyrepl", "zygote", "sqlconn", "sqlsnap", "sqlrepl",
-           "runcmd", "provider", "freezer", "main")
+           "runcmd", "provider", "freezer", "schema", "main")

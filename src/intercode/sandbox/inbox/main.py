@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 
-from . import freezer, privs, proto, provider, rlimits, runcmd, shell, snaps, tree
+from . import freezer, privs, proto, provider, rlimits, runcmd, schema, shell, snaps, tree
 
 PR_SET_DUMPABLE = 4
 LOW_FD = 64  # where the host's descriptors are moved: just above the shell's fixed ones
@@ -148,6 +148,12 @@ class Supervisor(snaps.Snapshots):
                 self._answer(msg, blob)
 
     def _answer(self, msg, blob):
+        bad = schema.problem(msg)
+        if bad is not None:  # one line back, and nothing done
+            if not (isinstance(msg, dict) and msg.get("op") in schema.NO_REPLY):
+                proto.write_frame(self.ctl_out, {"ok": False, "ms": 0.0,
+                                                 "error": "malformed request: " + bad}, b"")
+            return  # (a request without a reply gets none: the host reads no answer)
         op = msg.get("op")
         if op in NO_REPLY:
             self.freezer.request(msg)

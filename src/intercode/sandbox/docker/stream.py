@@ -16,7 +16,7 @@ output before it was (the relay sends them in that order). While it sends, the h
 goes on reading, so a container that is writing cannot stall a large request.
 
 On a Linux host the frames take a unix socket between the host and pid 1 instead (see
-:mod:`~intercode.sandbox.docker_link`): :meth:`Stream.await_link` switches the stream to
+:mod:`~intercode.sandbox.docker.link`): :meth:`Stream.await_link` switches the stream to
 it when pid 1 connects, and the attach stream is then kept for the container's stderr
 and its lifetime only. The frames on the socket are the relay's own (no engine framing).
 
@@ -39,7 +39,7 @@ from typing import Any
 from intercode.errors import SandboxError
 from intercode.sandbox import fdwait
 from intercode.sandbox.channel import Channel
-from intercode.sandbox.docker_link import Listener
+from intercode.sandbox.docker.link import Listener
 from intercode.sandbox.inbox import proto
 from intercode.sandbox.inbox.relay import (
     FROM_CTL,

@@ -3,15 +3,15 @@
 One container per sandbox, started once. Its main process (pid 1) is the supervisor
 of ``inbox/main.py``, booted from source as on bubblewrap; the supervisor's pipes are
 multiplexed over one stream (``inbox/relay.py`` inside,
-:mod:`~intercode.sandbox.docker_stream` outside): on a Linux host a unix socket between
-this process and pid 1, bound into the container (:mod:`~intercode.sandbox.docker_link`),
+:mod:`~intercode.sandbox.docker.stream` outside): on a Linux host a unix socket between
+this process and pid 1, bound into the container (:mod:`~intercode.sandbox.docker.link`),
 else the container's stdio, attached once through the engine's API (which works across
 Docker Desktop's VM). So a step and a reset cost round trips on that stream, never a
 ``docker exec``. The attach stream is kept either way: it carries the configuration and
 the container's stderr, and its end ends the sandbox.
 
 Isolation is Docker's plus bubblewrap's root: no network (or a network of its own,
-see :mod:`~intercode.sandbox.docker_network`), ``no-new-privileges``, memory, process
+see :mod:`~intercode.sandbox.docker.network`), ``no-new-privileges``, memory, process
 and CPU limits, Docker's default seccomp profile plus intercode's filter (installed by
 pid 1 on itself), and Docker's masked ``/proc`` paths. The image's root is read-only;
 pid 1 starts as root with the few capabilities it needs to lay out bubblewrap's root on
@@ -25,24 +25,22 @@ removes those left by processes that no longer exist.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
 import socket
 import time
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError, SnapshotError
+from intercode.errors import ConfigError, SandboxError, SandboxUnavailableError
 from intercode.fsutil import write_atomic
-from intercode.sandbox import base, docker_link, seccomp
-from intercode.sandbox.bwrap import BOOT, BwrapSandbox, _inbox_sources
-from intercode.sandbox.docker_engine import Engine, message
-from intercode.sandbox.docker_network import container_settings
-from intercode.sandbox.docker_stream import Stream, StreamChannel, StreamShellIO
+from intercode.sandbox import seccomp
+from intercode.sandbox.docker import link as docker_link
+from intercode.sandbox.docker.engine import DockerEngine, message
+from intercode.sandbox.docker.network import container_settings
+from intercode.sandbox.docker.stream import Stream, StreamChannel, StreamShellIO
 from intercode.sandbox.inbox import proto
 from intercode.sandbox.layout import (
     EPOCH_NS,
@@ -53,15 +51,15 @@ from intercode.sandbox.layout import (
     Layout,
 )
 from intercode.sandbox.limits import Limits, MiB
-from intercode.sandbox.netns import network_mode
+from intercode.sandbox.network import network_mode
+from intercode.sandbox.supervisor import RELAY, SupervisedSandbox, boot_code, inbox_sources
 
 log = logging.getLogger(__name__)
 _unguarded_warned: set[str] = set()  # reasons already logged by this process
 
 LABEL = "org.intercode.sandbox"
 OWNER_LABEL = "org.intercode.owner"  # host name, pid and start time of the process
-DOCKER_BOOT = BOOT.replace("sys.modules['icbox.main'].main(sys.argv[1:])",
-                           "sys.modules['icbox.relay'].boot()")
+DOCKER_BOOT = boot_code(RELAY)
 PYTHON = "/usr/bin/python3"
 # where Docker mounts the tmpfs that pid 1 makes the root (see inbox/newroot.py)
 NEW_ROOT = "/.intercode-root"
@@ -75,7 +73,7 @@ MASKED_PATHS = sorted({
     "/sys/firmware", "/sys/devices/virtual/powercap",
     *(f"/proc/{n}" for n in (*MASKED_PROC_FILES, *MASKED_PROC_DIRS))})
 # the container's room beyond the agent's cgroup (pid 1's): its own needs, and the tree
-# snapshots it keeps (at most bwrap.SNAPSHOT_COPIES full copies of the agent's files: see
+# snapshots it keeps (at most supervisor.SNAPSHOT_COPIES full copies of the agent's files: see
 # _snapshot_budget) with room for a copy in transit (an export's or import's frame, which
 # the relay thread holds too); a supervisor past it was the OOM killer's pick
 SUPERVISOR_MEMORY = 256 * MiB
@@ -87,12 +85,9 @@ START_TIMEOUT = 60.0
 _swept = False
 
 
-@functools.cache
 def _sources() -> list[list[str]]:
     """The supervisor's modules and the relay, as the boot code reads them (read once)."""
-    pkg = resources.files("intercode.sandbox.inbox")
-    return [*_inbox_sources(), *([name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
-                                 for name in ("newroot", "link", "relay"))]
+    return inbox_sources(("newroot", "link", "relay"))
 
 
 def _proc_start(pid: int) -> str | None:
@@ -110,7 +105,7 @@ def owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{_proc_start(os.getpid()) or '?'}"
 
 
-def sweep(engine: Engine) -> int:
+def sweep(engine: DockerEngine) -> int:
     """Remove the sandbox containers left by processes of this host that no longer exist
     (a run killed with SIGKILL whose containers the engine has not removed yet)."""
     listed = engine.ok("GET", "/containers/json",
@@ -130,26 +125,26 @@ def sweep(engine: Engine) -> int:
     return removed
 
 
-def default_image(profile: str = "base") -> str:
+def default_image(profile: str = "base", packages: Sequence[str] = ()) -> str:
     """The image to use when none is named: ``$INTERCODE_DOCKER_IMAGE_<PROFILE>`` (e.g.
     ``_CTF``), else ``$INTERCODE_DOCKER_IMAGE``, else the one ``intercode image build``
-    makes (built if missing)."""
+    makes of ``profile`` and the extra Debian ``packages`` (built if missing)."""
     named = (os.environ.get(f"INTERCODE_DOCKER_IMAGE_{profile.upper()}")
              or os.environ.get("INTERCODE_DOCKER_IMAGE"))
     if named:
         return named
-    from intercode.sandbox import images
-    return str(images.docker_image(profile))
+    from intercode.sandbox.docker import images
+    return str(images.docker_image(profile, packages))
 
 
-def describe_image(profile: str = "base") -> dict[str, Any]:
+def describe_image(profile: str = "base", packages: Sequence[str] = ()) -> dict[str, Any]:
     """What a run records of the image its sandboxes run (:func:`default_image`, built if
     missing): its name, the engine's id and, for an image ``intercode image build`` made,
     the identity of the pinned root it holds."""
-    from intercode.sandbox.images import LABEL
+    from intercode.sandbox.docker.images import LABEL
 
-    image = default_image(profile)
-    status, body = Engine().call("GET", f"/images/{image}/json")
+    image = default_image(profile, packages)
+    status, body = DockerEngine().call("GET", f"/images/{image}/json")
     if status != 200 or not isinstance(body, dict):
         raise SandboxUnavailableError(f"the Docker image {image!r} does not exist here: build "
                                       "it (`intercode image build --docker`) or name another")
@@ -158,7 +153,7 @@ def describe_image(profile: str = "base") -> dict[str, Any]:
             "identity": labels.get(f"{LABEL}.rootfs.identity")}
 
 
-class DockerSandbox(BwrapSandbox):
+class DockerSandbox(SupervisedSandbox):
     """A sandbox in a Docker container (see the module docstring)."""
 
     name = "docker"
@@ -167,13 +162,19 @@ class DockerSandbox(BwrapSandbox):
     def preflight(cls) -> None:
         """An engine must answer on its socket, and a named image (``$INTERCODE_DOCKER_IMAGE``)
         must exist (a built one is made when the first sandbox needs it)."""
-        engine = Engine()
+        engine = DockerEngine()
         engine.ping()
         named = os.environ.get("INTERCODE_DOCKER_IMAGE")
         if named and engine.call("GET", f"/images/{named}/json")[0] == 404:
             raise SandboxUnavailableError(
                 f"the Docker image {named!r} (INTERCODE_DOCKER_IMAGE / --image) does not exist "
                 "here: build it (`intercode image build`) or name another (see docs/docker.md)")
+
+    @classmethod
+    def describe_root(cls, profile: str, packages: Sequence[str]) -> dict[str, Any]:
+        """The image a sandbox of ``profile`` runs (built if missing), as a run records it
+        (see :func:`describe_image`)."""
+        return describe_image(profile, packages)
 
     def __init__(self, limits: Limits | None = None, layout: Layout | None = None,
                  python: str = PYTHON, shell: str | Sequence[str] = "bash",
@@ -188,6 +189,7 @@ class DockerSandbox(BwrapSandbox):
         self.image = image or self.layout.image
         self.image_id: str | None = None  # set at start (see start)
         self.profile = profile if profile != "base" else self.layout.image_profile
+        self.packages = tuple(self.layout.image_packages)
         try:
             self.cpus = float(cpus if cpus is not None
                               else os.environ.get("INTERCODE_DOCKER_CPUS") or 1.0)
@@ -195,7 +197,7 @@ class DockerSandbox(BwrapSandbox):
             raise ConfigError(f"INTERCODE_DOCKER_CPUS must be a number: {exc}") from None
         if self.cpus <= 0:
             raise ConfigError("the docker sandbox's CPUs must be positive")
-        self._engine: Engine | None = None
+        self._engine: DockerEngine | None = None
         self._stream: Stream | None = None
         self._container: str | None = None
         self._link: docker_link.Listener | None = None  # until the stream takes it over
@@ -225,11 +227,11 @@ class DockerSandbox(BwrapSandbox):
 
     def _spawn(self) -> None:
         global _swept
-        engine = self._engine = Engine()
+        engine = self._engine = DockerEngine()
         if not _swept:
             _swept = True
             sweep(engine)
-        image = self.image = self.image or default_image(self.profile)
+        image = self.image = self.image or default_image(self.profile, self.packages)
         name = f"intercode-{os.getpid()}-{os.urandom(4).hex()}"
         link = self._link = self._listen()
         body = self._create_body(image)
@@ -317,7 +319,7 @@ class DockerSandbox(BwrapSandbox):
         # the agent's root: owned by root while pid 1 lays it out, then by the agent
         tmpfs = {NEW_ROOT: f"rw,exec,nosuid,nodev,size={lim.storage},mode=755"}
         env = [f"{k}={v}" for k, v in lay.shell_env().items()]
-        net = container_settings(self._engine or Engine(), lay.network)
+        net = container_settings(self._engine or DockerEngine(), lay.network)
         return {
             "Image": image,
             "Cmd": [self.python, "-I", "-S", "-c", DOCKER_BOOT, "0"],
@@ -378,7 +380,7 @@ class DockerSandbox(BwrapSandbox):
 
         Docker's own ``hosts``, ``hostname`` and ``resolv.conf`` stay. The files are
         bound read-only from the user's cache (a folder Docker Desktop shares)."""
-        from intercode.fetch import cache_dir
+        from intercode.fsutil import cache_dir
 
         files = {k: v for k, v in self.layout.etc_files().items() if k in ("passwd", "group")}
         key = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
@@ -395,13 +397,12 @@ class DockerSandbox(BwrapSandbox):
 
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
         cfg = super()._config(inside)
-        cfg.pop("fds")
         # RLIMIT_NPROC counts the processes of a uid in its user namespace: every container
         # shares the host's, so uid 1000's count is that of all the docker sandboxes (and
         # the host's uid 1000): one sandbox's processes would make another's forks fail.
         # The container's pids cgroup (PidsLimit) bounds each sandbox on its own instead.
         cfg["rlimits"]["processes"] = None
-        cfg.pop("confine")  # pid 1 builds its root and drops its privileges (newroot)
+        # (no "confine": pid 1 builds its root and drops its privileges, see newroot)
         # the agent's processes get a memory cgroup of their own, the container's less
         # the supervisor's room, so that the OOM killer never picks pid 1 (inbox/oomguard)
         cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
@@ -450,13 +451,3 @@ class DockerSandbox(BwrapSandbox):
             stream.sock.close()
             stream.attach.close()
         self._forget_run()
-
-    # -- trees ---------------------------------------------------------------------------
-
-    def tree_copy(self, ident: int, other: base.Sandbox, other_ident: int) -> None:
-        """Copy tree snapshot ``ident`` into ``other`` (a docker sandbox: the trees of the
-        two backends are laid out differently)."""
-        if not isinstance(other, DockerSandbox):
-            raise SnapshotError("a docker sandbox's snapshot is copied only to another "
-                                "docker sandbox")
-        super().tree_copy(ident, other, other_ident)

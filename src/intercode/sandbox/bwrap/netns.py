@@ -1,6 +1,7 @@
-"""The sandbox's network: none, an isolated user-mode network, or the host's.
+"""The bubblewrap sandbox's network: none, an isolated user-mode network, or the host's.
 
-``network`` settings (``Layout.network``, ``CtfEnv(network=...)``, ``--network``):
+The ``network`` settings (:mod:`intercode.sandbox.network`: ``Layout.network``,
+``CtfEnv(network=...)``, ``--network``), on bubblewrap:
 
 * ``False`` / ``"none"``: no network; the sandbox's namespace has only its own loopback.
 * ``True`` / ``"isolated"``: the sandbox keeps its own network namespace and
@@ -29,13 +30,12 @@ import shutil
 import subprocess
 import time
 
-from intercode.errors import ConfigError, SandboxUnavailableError
+from intercode.errors import SandboxUnavailableError
 from intercode.sandbox import fdwait
+from intercode.sandbox.network import network_mode
 
 log = logging.getLogger(__name__)
 
-MODES = ("none", "isolated", "host")
-SLIRP_DNS = "10.0.2.3"
 SLIRP_MTU = 65520
 READY_TIMEOUT = 15.0
 NS_GET_USERNS = 0xB701  # ioctl: the user namespace that owns a namespace
@@ -44,44 +44,12 @@ MISSING = ("the isolated network (network=True, --network) needs slirp4netns, wh
            "to share the host's network, host loopback services included)")
 
 
-def network_mode(setting: bool | str | None) -> str:
-    """``"none"``, ``"isolated"`` or ``"host"`` for a ``network`` setting."""
-    if setting is None or setting is False:
-        return "none"
-    if setting is True:
-        return "isolated"
-    if isinstance(setting, str) and setting in MODES:
-        return setting
-    raise ConfigError(f"network must be True, False, 'isolated', 'host' or 'none', "
-                      f"not {setting!r}")
-
-
 def find_slirp4netns() -> str:
     """Path of slirp4netns, or SandboxUnavailableError naming the package."""
     path = os.environ.get("INTERCODE_SLIRP4NETNS") or shutil.which("slirp4netns")
     if not path or not os.access(path, os.X_OK):
         raise SandboxUnavailableError(MISSING)
     return path
-
-
-def require(setting: bool | str | None, backend: str = "bwrap") -> str:
-    """The mode of ``setting``, after checking that this machine can provide it (on
-    bubblewrap; the docker backend's isolated network is a Docker network, see
-    :mod:`intercode.sandbox.docker_network`)."""
-    mode = network_mode(setting)
-    if mode == "isolated" and backend == "bwrap":
-        find_slirp4netns()
-    return mode
-
-
-def resolv_conf(setting: bool | str | None) -> str | None:
-    """The sandbox's generated ``/etc/resolv.conf`` (``None``: the root fs's own)."""
-    mode = network_mode(setting)
-    if mode == "none":
-        return "# no network inside the sandbox\n"
-    if mode == "isolated":
-        return f"nameserver {SLIRP_DNS}\n"
-    return None
 
 
 def _parse_info(data: bytes) -> dict[str, int] | None:

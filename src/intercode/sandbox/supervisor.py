@@ -1,30 +1,42 @@
-"""The default sandbox backend: bubblewrap, no daemon, no root needed.
+"""The host side of the supervisor protocol, one module for every backend.
 
-One long-lived ``bwrap`` process per sandbox, with its own user, mount, pid, ipc,
-uts, network and cgroup namespaces. Pid 1 inside is the supervisor (see
-``inbox/main.py``); the host writes actions straight to the shell's pipes.
-When the host runs as root, the sandbox runs as the unprivileged host user
-``nobody``, so that root-only host files stay unreadable even read-only.
+Every backend runs the same supervisor as pid 1 of its sandbox (``inbox/main.py``),
+booted from source by :func:`boot_code`, and speaks to it the same way: requests and
+replies on a control channel (:class:`~intercode.sandbox.channel.Channel`), actions
+straight to the shell (:class:`~intercode.sandbox.shellio.ShellIO`). This module holds
+that host side: the lifecycle around a launch, load / reset / run / exec / diff /
+hashes / capture, and the tree snapshots. A backend is one class that subclasses
+:class:`SupervisedSandbox` and implements its launch hooks only:
+
+``_spawn()``
+    Start the sandbox's process (or container) with the boot code and the
+    configuration of :meth:`SupervisedSandbox._config`, and set ``self._channel`` and
+    ``self._io``; it must not wait for the supervisor (see :meth:`~base.Sandbox.begin`).
+``_spawned()`` / ``_ended()``
+    Whether the process was started (and not closed since); whether it is gone.
+``close()``
+    Stop it and free what the launch holds, then call :meth:`_forget_run`.
+``_startup_failure()``
+    The one-line reason a start failed (the process's own error output).
+
+Optional: ``_config()`` (add the backend's own configuration to the common one),
+``_await_ready()`` (wait for a transport first), ``_after_ready()`` (connect what needs
+the running sandbox), ``_ready_notes()`` (report the supervisor's ready event).
 """
 
 from __future__ import annotations
 
 import base64
-import fcntl
 import functools
 import hashlib
 import json
-import logging
-import os
-import shutil
-import subprocess
 import time
 from collections.abc import Sequence
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from intercode.errors import SandboxError, SandboxUnavailableError, SnapshotError
-from intercode.sandbox import base, fdwait, ptyshare, seccomp
+from intercode.sandbox import base, fdwait, ptyshare
 from intercode.sandbox.base import Change, ExecResult
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.filetree import Entry, FileTree
@@ -32,117 +44,95 @@ from intercode.sandbox.inbox import MODULES, proto
 from intercode.sandbox.inbox.shell import FORKED
 from intercode.sandbox.layout import EPOCH_NS, SCRATCH_MOUNTS, SKELETON_DIRS, Layout
 from intercode.sandbox.limits import Limits
-from intercode.sandbox.netns import SandboxNetwork
+from intercode.sandbox.requests import (
+    Request,
+    TreeImportRequest,
+    TreeRestoreRequest,
+    TreeSnapRequest,
+)
 from intercode.sandbox.shellio import Output, ShellIO
 
+# a snapshot request (they carry the snapshots to forget, see _with_drops)
+D = TypeVar("D", bound=TreeSnapRequest | TreeRestoreRequest | TreeImportRequest)
 MAX_REPLAY = 100_000  # bytes of a shell replay run at spawn (inbox/shell.py MAX_PRELUDE)
-
-log = logging.getLogger(__name__)
-
-NOBODY = 65534
-# The sandbox's pipes keep their numbers inside, where the shell gets them moved onto
-# fixed descriptors (60-63, inbox/shell.py and pyrepl.py): a pipe already on one of those
-# numbers would be overwritten by another before its own move (every action then timed
-# out), so they are passed above them.
-FIRST_PASSED_FD = 64
-START_TIMEOUT = 30.0
 # the tree snapshots the supervisor keeps in its memory, all live ones together: at most
 # this many full copies of the agent's writable file systems (see _snapshot_budget; on
 # Docker the container gives pid 1 room for them)
 SNAPSHOT_COPIES = 1
-# What pid 1 has in the sandbox's user namespace until it drops them all, before it reads
-# any of the agent's input (inbox/privs.py): to mount the sandbox's own devpts, with a
-# bounded share of the host's pseudo-terminals (--dev takes no mount options)
-PID1_CAPS = ("CAP_SYS_ADMIN", "CAP_SETPCAP")
-# Why this host refuses pid 1 those capabilities (a setuid bwrap refuses --cap-add from
-# a non-root user; AppArmor's bwrap-userns-restrict denies bwrap's children every
-# capability), once seen: this process's later sandboxes start without them, and
-# without their own devpts (one warning; docs/security.md, residual risks)
-_caps_refused: str | None = None
-BOOT = (
-    "import json,os,sys,types\n"
-    "from struct import unpack\n"
-    "fd=int(sys.argv[1])\n"
-    "def rd(n):\n"
-    "    b=b''\n"
-    "    while len(b)<n:\n"
-    "        c=os.read(fd,n-len(b))\n"
-    "        if not c: sys.exit(3)\n"
-    "        b+=c\n"
-    "    return b\n"
-    "j,k=unpack('>II',rd(8))\n"
-    "mods=json.loads(rd(j));blob=rd(k)\n"
-    "pkg=types.ModuleType('icbox');pkg.__path__=[];sys.modules['icbox']=pkg\n"
-    "codes=None\n"
-    "skip=()\n"
-    "if isinstance(mods,dict):\n"
-    "    import marshal\n"
-    "    skip=mods.get('skip',())\n"
-    "    if blob and mods['version']==sys.version:\n"
-    "        codes=marshal.loads(blob)\n"
-    "    mods=mods['sources']\n"
-    "if codes is None:\n"
-    "    codes=[compile(src,'<icbox/'+name+'.py>','exec') for name,src in mods]\n"
-    "    pkg.CODE=codes\n"
-    "for (name,_),code in zip(mods,codes):\n"
-    "    if name in skip: continue\n"
-    "    m=types.ModuleType('icbox.'+name);m.__package__='icbox'\n"
-    "    sys.modules['icbox.'+name]=m;setattr(pkg,name,m)\n"
-    "    exec(code,m.__dict__)\n"
-    "sys.modules['icbox.main'].main(sys.argv[1:])\n"
-)
+START_TIMEOUT = 30.0  # seconds a sandbox has to boot
+# the supervisor's entry points: bubblewrap's pid 1 runs main() on its descriptors,
+# a container's first moves its pipes onto one stream (inbox/relay.py)
+MAIN = "sys.modules['icbox.main'].main(sys.argv[1:])"
+RELAY = "sys.modules['icbox.relay'].boot()"
+
+
+def boot_code(entry: str = MAIN) -> str:
+    """The program ``python3 -I -S -c`` runs as pid 1: it reads the supervisor's modules
+    (sources, or code compiled by the same Python) from descriptor ``argv[1]``, makes
+    them the package ``icbox`` and runs ``entry``."""
+    return (
+        "import json,os,sys,types\n"
+        "from struct import unpack\n"
+        "fd=int(sys.argv[1])\n"
+        "def rd(n):\n"
+        "    b=b''\n"
+        "    while len(b)<n:\n"
+        "        c=os.read(fd,n-len(b))\n"
+        "        if not c: sys.exit(3)\n"
+        "        b+=c\n"
+        "    return b\n"
+        "j,k=unpack('>II',rd(8))\n"
+        "mods=json.loads(rd(j));blob=rd(k)\n"
+        "pkg=types.ModuleType('icbox');pkg.__path__=[];sys.modules['icbox']=pkg\n"
+        "codes=None\n"
+        "skip=()\n"
+        "if isinstance(mods,dict):\n"
+        "    import marshal\n"
+        "    skip=mods.get('skip',())\n"
+        "    if blob and mods['version']==sys.version:\n"
+        "        codes=marshal.loads(blob)\n"
+        "    mods=mods['sources']\n"
+        "if codes is None:\n"
+        "    codes=[compile(src,'<icbox/'+name+'.py>','exec') for name,src in mods]\n"
+        "    pkg.CODE=codes\n"
+        "for (name,_),code in zip(mods,codes):\n"
+        "    if name in skip: continue\n"
+        "    m=types.ModuleType('icbox.'+name);m.__package__='icbox'\n"
+        "    sys.modules['icbox.'+name]=m;setattr(pkg,name,m)\n"
+        "    exec(code,m.__dict__)\n"
+        f"{entry}\n"
+    )
+
+
 # The boot code's modules compiled by a sandbox's own Python (marshal), by key (the
 # Python, the root file system, the sources): a sandbox that boots from them skips
 # compiling (most of its start). The first sandbox of a key compiles and hands them
 # over with its readiness, before any of the agent's code runs in it.
-_COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
+COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
 # the modules only the shells the supervisor forks (inbox/shell.py FORKED) import
 PROVIDER_OPS = ("exec_apart", "read_file", "write_file")  # see provider_call
 FORKED_ONLY = ("pyvalue", "pyscore", "pyhold", "pyrepl", "zygote", "sqlconn", "sqlsnap", "sqlrepl")
 
 
 @functools.cache
-def _inbox_sources() -> list[list[str]]:
+def inbox_sources(extra: tuple[str, ...] = ()) -> list[list[str]]:
+    """The supervisor's modules as the boot code reads them (``[name, source]``), with
+    the ``extra`` modules of the inbox package a backend needs (read once)."""
     pkg = resources.files("intercode.sandbox.inbox")
-    return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")] for name in MODULES]
+    return [[name, (pkg / f"{name}.py").read_text(encoding="utf-8")]
+            for name in (*MODULES, *extra)]
 
 
 @functools.cache
-def _sources_digest() -> str:
-    return hashlib.sha256(json.dumps(_inbox_sources()).encode()).hexdigest()
+def sources_digest() -> str:
+    return hashlib.sha256(json.dumps(inbox_sources()).encode()).hexdigest()
 
 
-def _above_fixed(fd: int) -> int:
-    """``fd`` moved to a number of at least :data:`FIRST_PASSED_FD` (close-on-exec)."""
-    if fd >= FIRST_PASSED_FD:
-        return fd
-    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, FIRST_PASSED_FD)
-    os.close(fd)
-    return moved
+class SupervisedSandbox(base.Sandbox, base.Snapshots):
+    """A sandbox whose pid 1 is intercode's supervisor (see the module docstring): the
+    protocol's host side; a backend adds its launch hooks."""
 
-
-def find_bwrap() -> str:
-    """Path of the bwrap executable, or SandboxUnavailableError saying how to get it."""
-    path = os.environ.get("INTERCODE_BWRAP") or shutil.which("bwrap")
-    if path and not os.access(path, os.X_OK):
-        raise SandboxUnavailableError(f"bubblewrap: {path} (INTERCODE_BWRAP) is not an "
-                                      "executable program")
-    if not path:
-        raise SandboxUnavailableError(
-            "bubblewrap (bwrap) is not installed; on Debian/Ubuntu: "
-            "sudo apt-get install bubblewrap (then run `intercode doctor`)")
-    return path
-
-
-class BwrapSandbox(base.Sandbox):
-    """A bubblewrap sandbox (see the module docstring)."""
-
-    name = "bwrap"
-
-    @classmethod
-    def preflight(cls) -> None:
-        """bwrap must be installed."""
-        find_bwrap()
+    name = "supervised"
 
     def __init__(self, limits: Limits | None = None, layout: Layout | None = None,
                  python: str = "/usr/bin/python3", shell: str | Sequence[str] = "bash",
@@ -166,31 +156,43 @@ class BwrapSandbox(base.Sandbox):
         self.layout = layout or Layout()
         self.python = python
         self.shell_data = shell_data
-        self._proc: subprocess.Popen[bytes] | None = None
         self._channel: Channel | None = None
         self._io: ShellIO | None = None
-        self._host_fds: list[int] = []
         self._drops: list[int] = []  # snapshots released, forgotten with the next request
         self._held_drops: list[int] = []
-        self._stderr_fd: int | None = None
         self._tree_id: str | None = None
-        self._net: SandboxNetwork | None = None
         self._booting = False  # spawned by begin(), not known ready yet
         self._held_pending: int | None = None  # a held copy's registration not confirmed
         self._code_asked = False  # this start asked the supervisor for its compiled code
         self._ptys: ptyshare.Share | None = None  # this start's pseudo-terminals
 
-    # -- lifecycle -----------------------------------------------------------------------
+    # -- launch hooks (see the module docstring) -----------------------------------------
 
     start_timeout = START_TIMEOUT
 
+    def _spawn(self) -> None:
+        """Start the sandbox's process with the boot code; set ``_channel`` and ``_io``."""
+        raise NotImplementedError
+
     def _spawned(self) -> bool:
         """Whether the sandbox's process was started (and not closed since)."""
-        return self._proc is not None
+        raise NotImplementedError
 
     def _ended(self) -> bool:
         """Whether the sandbox's process is gone."""
-        return self._proc is None or self._proc.poll() is not None
+        raise NotImplementedError
+
+    def _startup_failure(self) -> str:
+        """Why the sandbox did not start, in one line (its own error output)."""
+        raise NotImplementedError
+
+    def _after_ready(self) -> None:
+        """What to connect once the supervisor is ready (nothing by default)."""
+
+    def _ready_notes(self, ready: dict[str, Any]) -> None:
+        """What a backend reports from the supervisor's ready event (nothing by default)."""
+
+    # -- lifecycle -----------------------------------------------------------------------
 
     @property
     def alive(self) -> bool:
@@ -201,23 +203,7 @@ class BwrapSandbox(base.Sandbox):
     def start(self) -> None:
         """Start the sandbox and the supervisor (or finish :meth:`begin`); wait until it
         is ready."""
-        global _caps_refused
-        if self._spawned() and not self._booting:
-            return
-        with_caps = _caps_refused is None
-        try:
-            self._start()
-        except SandboxError as exc:
-            text = str(exc)
-            refused = with_caps and ("--cap-add" in text or (
-                "cannot confine the sandbox" in text and "Operation not permitted" in text))
-            if not refused:
-                raise
-            _caps_refused = text
-            log.warning("bubblewrap: the sandbox's pid 1 cannot have CAP_SYS_ADMIN here (%s): "
-                        "sandboxes start without their own devpts, so pseudo-terminals are "
-                        "one pool for all of them (docs/security.md)", text[:300])
-            self._start()
+        self._start()
 
     def _start(self) -> None:
         if self._spawned() and not self._booting:
@@ -245,11 +231,6 @@ class BwrapSandbox(base.Sandbox):
             self.close()
             raise
 
-    def _after_ready(self) -> None:
-        """Connect the network (slirp4netns), now that the namespaces exist."""
-        assert self._net is not None
-        self._net.attach()
-
     def _unused_modules(self) -> list[str]:
         """The boot's modules a sandbox of this shell never runs, left out of its boot
         (the Python interpreter's and the SQL engine's, with their imports, sqlite3, ast
@@ -258,91 +239,18 @@ class BwrapSandbox(base.Sandbox):
             return [m for m in FORKED_ONLY if m.startswith("sql")]  # pid 1's modules
         return [] if self.shell in FORKED else list(FORKED_ONLY)
 
-    def _spawn(self) -> None:
-        bwrap = find_bwrap()
-        self._net = SandboxNetwork(self.layout.network)  # fails first if slirp4netns is missing
-        pipes = {name: os.pipe2(os.O_CLOEXEC) for name in
-                 ("ctl_in", "ctl_out", "action", "output", "status")}
-        # the boot code and the configuration: a memory file written whole before the
-        # sandbox starts, so that spawning never waits for the sandbox to read them
-        # (begin() returns at once; a pipe blocked until the sandbox's Python ran)
-        cfg_fd = os.memfd_create("intercode-cfg", os.MFD_CLOEXEC)
-        inside = {name: _above_fixed(fd) for name, fd in (
-            ("cfg", cfg_fd), ("ctl_in", pipes["ctl_in"][0]),
-            ("ctl_out", pipes["ctl_out"][1]), ("action_r", pipes["action"][0]),
-            ("output_w", pipes["output"][1]), ("status_w", pipes["status"][1]))}
-        host = {"ctl_in": pipes["ctl_in"][1],
-                "ctl_out": pipes["ctl_out"][0], "action_w": pipes["action"][1],
-                "output_r": pipes["output"][0], "status_r": pipes["status"][0]}
-        etc_fds = {}
-        for name, data in self.layout.overridable_etc().items():
-            fd = os.memfd_create(f"etc-{name}", os.MFD_CLOEXEC)
-            os.write(fd, data)
-            os.lseek(fd, 0, os.SEEK_SET)
-            etc_fds[name] = fd
-        self._stderr_fd = os.memfd_create("bwrap-stderr", os.MFD_CLOEXEC)
-        filter_fd = seccomp.program_fd()
-        self._host_fds = list(host.values())  # closed by close() if the start fails
-        argv = [bwrap, *self._namespace_args(), "--seccomp", str(filter_fd),
-                *self.layout.mount_args(self.limits, etc_fds),
-                "--chdir", "/", "--", self.python, "-I", "-S", "-c", BOOT, str(inside["cfg"])]
-        run_as: dict[str, Any] = {}
-        if os.geteuid() == 0:
-            run_as = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
-        try:
-            version, compiled = _COMPILED.get(self._code_key(), ("", b""))
-            cfg = self._config(inside)
-            self._code_asked = not compiled
-            if self._code_asked:
-                cfg["send_code"] = True
-            proto.write_all(inside["cfg"],
-                            proto.encode({"sources": _inbox_sources(), "version": version,
-                                          "skip": self._unused_modules()}, compiled))
-            # (apart: no copy of the shell's data, the SQLite engine's database images)
-            proto.write_all(inside["cfg"], proto.encode(cfg, self.shell_data))
-            os.lseek(inside["cfg"], 0, os.SEEK_SET)
-            self._proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=self._stderr_fd,
-                pass_fds=[*inside.values(), *etc_fds.values(), *self._net.child_fds(),
-                          filter_fd],
-                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, start_new_session=True,
-                **run_as)
-        except OSError as exc:
-            raise SandboxUnavailableError(f"cannot run {bwrap}: {exc}") from exc
-        finally:
-            for fd in [*inside.values(), *etc_fds.values(), filter_fd]:
-                os.close(fd)
-            self._net.spawned()
-        self._channel = Channel(host["ctl_in"], host["ctl_out"])
-        self._io = ShellIO(host["action_w"], host["output_r"], host["status_r"],
-                           self._channel, self.limits, self._restart,
-                           interrupt_signal="SIGINT" if self.shell in ("python", "sqlite")
-                           else None, freeze=self.shell != "sqlite")
-
-    def _namespace_args(self) -> list[str]:
-        args = ["--unshare-all", "--unshare-user", "--disable-userns",
-                "--die-with-parent", "--as-pid-1",
-                *(a for cap in (PID1_CAPS if _caps_refused is None else ())
-                  for a in ("--cap-add", cap)),
-                "--hostname", self.layout.hostname,
-                "--uid", str(self.layout.uid), "--gid", str(self.layout.gid)]
-        if self._net is not None:
-            args += self._net.bwrap_args()
-        return args
-
     def _config(self, inside: dict[str, int]) -> dict[str, Any]:
+        """The supervisor's configuration every backend sends (``inside``: the passed
+        descriptors' numbers inside, if the backend passes any); a backend adds its own."""
         lim = self.limits
         if self._ptys is not None:
             self._ptys.release()
         self._ptys = ptyshare.claim()  # given back when the sandbox closes (_forget_run)
         return {
-            "fds": {k: v for k, v in inside.items() if k != "cfg"},
             "shell": ("/bin/bash" if self.shell == "bash"
                       else list(self.shell) if isinstance(self.shell, tuple) else self.shell),
             "env": self.layout.shell_env(),
             "epoch_ns": EPOCH_NS,
-            "confine": _caps_refused is None,  # see privs.confine
             "skeleton_dirs": [list(d) for d in SKELETON_DIRS],
             "scratch": list(SCRATCH_MOUNTS),
             "rlimits": {"memory": lim.address_space, "processes": lim.processes,
@@ -382,56 +290,19 @@ class BwrapSandbox(base.Sandbox):
 
     def _code_key(self) -> tuple[str, str, str]:
         return (f"{type(self).__name__}:{self.python}", str(self.layout.rootfs),
-                _sources_digest())
-
-    def _ready_notes(self, ready: dict[str, Any]) -> None:
-        """What a backend reports from the supervisor's ready event (nothing here)."""
+                sources_digest())
 
     def _keep_code(self, ready: dict[str, Any]) -> None:
-        """Keep the compiled modules a freshly booted sandbox handed over (see BOOT),
-        only if this start asked for them."""
+        """Keep the compiled modules a freshly booted sandbox handed over (see
+        :func:`boot_code`), only if this start asked for them."""
         if not self._code_asked:
             return
         code, version = ready.get("code"), ready.get("version")
         if isinstance(code, str) and isinstance(version, str) and version:
             try:
-                _COMPILED[self._code_key()] = (version, base64.b64decode(code, validate=True))
+                COMPILED[self._code_key()] = (version, base64.b64decode(code, validate=True))
             except ValueError:
                 return
-
-    def _startup_failure(self) -> str:
-        code = self._proc.poll() if self._proc else None
-        err = ""
-        if self._stderr_fd is not None:
-            os.lseek(self._stderr_fd, 0, os.SEEK_SET)
-            err = os.read(self._stderr_fd, 1 << 16).decode("utf-8", "replace").strip()
-        hint = ("bubblewrap could not create its namespaces; unprivileged user namespaces "
-                "may be disabled (see `intercode doctor`)")
-        return f"the sandbox did not start (exit code {code}): {err or hint}"
-
-    def close(self) -> None:
-        """Kill the sandbox (everything inside dies with its pid 1) and close pipes."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                log.error("bwrap process %d did not exit after SIGKILL", proc.pid)
-        if self._net is not None:
-            self._net.close()
-            self._net = None
-        for fd in self._host_fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._host_fds = []
-        if self._stderr_fd is not None:
-            os.close(self._stderr_fd)
-            self._stderr_fd = None
-        self._forget_run()
 
     def _forget_run(self) -> None:
         """Drop what belonged to the sandbox just closed (a start begins afresh)."""
@@ -454,7 +325,7 @@ class BwrapSandbox(base.Sandbox):
 
     # -- requests ------------------------------------------------------------------------
 
-    def _request(self, msg: dict[str, Any], blob: bytes = b"",
+    def _request(self, msg: Request, blob: bytes = b"",
                  timeout: float = 120.0) -> tuple[dict[str, Any], bytes]:
         if not self.alive or self._channel is None:
             raise SandboxError("the sandbox is not running")
@@ -534,7 +405,7 @@ class BwrapSandbox(base.Sandbox):
         ``read_file``, ``write_file``: see ``inbox/provider.py``)."""
         if op not in PROVIDER_OPS:
             raise ValueError(f"not a call of the sandbox provider: {op!r}")
-        return self._request({**fields, "op": op}, blob, timeout)
+        return self._request(cast(Request, {**fields, "op": op}), blob, timeout)
 
     def diff(self, ignore: Sequence[str] = ()) -> list[Change]:
         """Changes against the pristine tree, as upstream's ``git status --short``."""
@@ -559,8 +430,8 @@ class BwrapSandbox(base.Sandbox):
     def tree_snapshot(self, ident: int, held: int | None = None) -> base.TreeSnapshotInfo:
         """Keep the tree's state now inside the sandbox as snapshot ``ident`` (and
         register the held interpreter ``held``)."""
-        reply, _ = self._request(self._with_drops({"op": "tree_snap", "id": ident,
-                                                   "held": held}))
+        reply, _ = self._request(self._with_drops(
+            TreeSnapRequest(op="tree_snap", id=ident, held=held)))
         return self._snap_info(reply)
 
     def tree_snapshot_during(self, ident: int, action: str) -> tuple[ExecResult,
@@ -573,8 +444,8 @@ class BwrapSandbox(base.Sandbox):
         replies: list[dict[str, Any]] = []
 
         def snap() -> None:
-            replies.append(self._request(self._with_drops({"op": "tree_snap", "id": ident,
-                                                           "held": None}))[0])
+            replies.append(self._request(self._with_drops(
+                TreeSnapRequest(op="tree_snap", id=ident, held=None)))[0])
 
         result = self._io.run(action, self.limits.timeout, meanwhile=snap)
         return result, self._snap_info(replies[0])
@@ -590,8 +461,8 @@ class BwrapSandbox(base.Sandbox):
         replies: list[dict[str, Any]] = []
 
         def snap() -> None:
-            replies.append(self._request(self._with_drops({"op": "tree_snap", "id": ident,
-                                                           "held": None, "count": False}))[0])
+            replies.append(self._request(self._with_drops(
+                TreeSnapRequest(op="tree_snap", id=ident, held=None, count=False)))[0])
 
         self._await_held()
         result = self._io.run("", self.limits.timeout, kind="hold", meanwhile=snap)
@@ -647,10 +518,10 @@ class BwrapSandbox(base.Sandbox):
         return self._restored(reply, cwd, late)
 
     def _restore_request(self, ident: int, cwd: str, held: int | None,
-                         replay: str | None) -> tuple[dict[str, Any], str | None]:
+                         replay: str | None) -> tuple[TreeRestoreRequest, str | None]:
         """A ``tree_restore`` request, and the replay to run as an action after it (one
         that does not fit an argument), if any."""
-        msg: dict[str, Any] = {"op": "tree_restore", "id": ident, "cwd": cwd}
+        msg: TreeRestoreRequest = {"op": "tree_restore", "id": ident, "cwd": cwd}
         if held is not None:
             msg["pid"] = held
         late = None
@@ -683,17 +554,18 @@ class BwrapSandbox(base.Sandbox):
         """Forget tree snapshot ``ident`` with the next snapshot request (no round trip)."""
         self._drops.append(ident)
 
-    def _with_drops(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def _with_drops(self, msg: D) -> D:
         msg["drop"], self._drops = self._drops, []
         msg["drop_held"], self._held_drops = self._held_drops, []
         return msg
 
     def tree_copy(self, ident: int, other: base.Sandbox, other_ident: int) -> None:
-        """Copy tree snapshot ``ident`` into ``other`` (a bubblewrap sandbox)."""
-        if type(other) is not type(self):
-            raise SnapshotError("a snapshot is copied only between bubblewrap sandboxes")
+        """Copy tree snapshot ``ident`` into ``other``, a sandbox of the same backend
+        (the backends lay their trees out differently: a snapshot of one is not a tree
+        of another)."""
+        target = self._same_backend(other)
         reply, data = self._request({"op": "tree_export", "id": ident})
-        reply, _ = other._request({"op": "tree_import", "id": other_ident,
+        reply, _ = target._request({"op": "tree_import", "id": other_ident,
                                    "entries": reply["entries"]}, data)
         if reply.get("refused"):
             raise SnapshotError(f"the snapshot was refused: {reply['refused']}")
@@ -702,15 +574,20 @@ class BwrapSandbox(base.Sandbox):
                           replay: str | None = None) -> int | None:
         """The copy and its restore in ``other`` in one request there (``tree_import``
         with the ``tree_restore`` request to run once the entries are kept)."""
-        if type(other) is not type(self):
-            raise SnapshotError("a snapshot is copied only between bubblewrap sandboxes")
-        assert isinstance(other, BwrapSandbox)
+        other = self._same_backend(other)
         reply, data = self._request({"op": "tree_export", "id": ident})
         restore, late = other._restore_request(other_ident, cwd, None, replay)
-        done, _ = other._request(other._with_drops(
-            {"op": "tree_import", "id": other_ident, "entries": reply["entries"],
-             "restore": restore}), data)
+        done, _ = other._request(other._with_drops(TreeImportRequest(
+            op="tree_import", id=other_ident, entries=reply["entries"], restore=restore)), data)
         return other._restored(done, cwd, late)
+
+    def _same_backend(self, other: base.Sandbox) -> SupervisedSandbox:
+        """``other`` if it is a sandbox of this one's backend, else :class:`SnapshotError`."""
+        if type(other) is not type(self) or not isinstance(other, SupervisedSandbox):
+            raise SnapshotError(f"a {self.name} sandbox's snapshot is copied only to another "
+                                f"{self.name} sandbox, not to a {getattr(other, 'name', '?')} "
+                                "one")
+        return other
 
     def hold(self) -> int:
         """Fork a held copy of the interpreter (registered by the next tree snapshot)."""

@@ -48,7 +48,7 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-class Engine:
+class DockerEngine:
     """The Docker engine at ``path`` (a unix socket)."""
 
     def __init__(self, path: str | None = None) -> None:

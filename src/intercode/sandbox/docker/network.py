@@ -1,7 +1,7 @@
 """The docker backend's networks: ``none``, an isolated bridge, or the host's.
 
 ``network`` settings mean on docker what they mean on bubblewrap (see
-:mod:`intercode.sandbox.netns`):
+:mod:`intercode.sandbox.bwrap.netns`):
 
 * ``False`` / ``"none"``: ``NetworkMode: none``, only ``lo`` (the default).
 * ``True`` / ``"isolated"``: the Docker bridge network ``intercode-isolated``, made on
@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from intercode.errors import SandboxError
-from intercode.sandbox.docker_engine import Engine, message
-from intercode.sandbox.netns import network_mode
+from intercode.sandbox.docker.engine import DockerEngine, message
+from intercode.sandbox.network import network_mode
 
 ISOLATED = "intercode-isolated"
 ICC = "com.docker.network.bridge.enable_icc"
@@ -38,7 +38,7 @@ def _check(info: dict[str, Any]) -> None:
             f"(`docker network rm {ISOLATED}`) and intercode makes it again")
 
 
-def isolated_network(engine: Engine) -> str:
+def isolated_network(engine: DockerEngine) -> str:
     """The isolated network's name, made if missing (once; concurrent runs may race)."""
     status, info = engine.call("GET", f"/networks/{ISOLATED}")
     if status == 200 and isinstance(info, dict):
@@ -56,7 +56,7 @@ def isolated_network(engine: Engine) -> str:
     return ISOLATED
 
 
-def container_settings(engine: Engine, setting: bool | str) -> dict[str, Any]:
+def container_settings(engine: DockerEngine, setting: bool | str) -> dict[str, Any]:
     """The parts of a container's create body for ``setting``: top-level fields and the
     ``HostConfig``'s ``NetworkMode``."""
     mode = network_mode(setting)
