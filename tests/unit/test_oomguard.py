@@ -83,11 +83,14 @@ def test_cgroup_v2_moves_pid_1_aside_and_limits_the_agent(guard):
     assert oomguard.active()
 
 
-def test_an_unguarded_docker_sandbox_warns_once_per_reason(caplog):
+def test_an_unguarded_docker_sandbox_warns_once_per_reason(caplog, monkeypatch):
     from intercode.sandbox.docker import sandbox as docker
 
     docker._unguarded_warned.discard("no memory cgroup at /x")
-    with caplog.at_level(logging.WARNING, logger="intercode.sandbox.docker"):
+    # a library configured earlier in this process (logging.config, disabling the loggers
+    # that existed then) must not hide the warning from this test
+    monkeypatch.setattr(docker.log, "disabled", False)
+    with caplog.at_level(logging.WARNING, logger=docker.log.name):
         for _ in range(3):
             docker.DockerSandbox._ready_notes(None, {"unguarded": "no memory cgroup at /x"})
         docker.DockerSandbox._ready_notes(None, {})
