@@ -20,6 +20,8 @@ from typing import TextIO
 from rich.console import Console
 from rich.text import Text
 
+__all__ = ["console_for", "cut", "emit", "is_tty", "literal", "plain_text"]
+
 PLAIN_WIDTH = 100  # columns off a terminal: stable lines for logs and tests
 
 # C0 controls but tab and newline, DEL, C1 controls, bidirectional overrides (text that

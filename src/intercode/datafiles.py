@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["FILES", "REPOSITORY", "REVISION", "DataFile"]
+
 REPOSITORY = "princeton-nlp/intercode"
 REVISION = "c3e46d827cfc9d4c704ec078f7abf9f41e3191d8"
 

@@ -15,6 +15,8 @@ from intercode.errors import IntercodeError
 if TYPE_CHECKING:
     from intercode.sandbox.layout import Layout
 
+__all__ = ["run_doctor"]
+
 # command inside the sandbox -> Debian/Ubuntu package that provides it
 TOOLS: tuple[tuple[str, str], ...] = (
     ("bash", "bash"), ("ls", "coreutils"), ("find", "findutils"), ("xargs", "findutils"),

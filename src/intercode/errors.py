@@ -7,6 +7,11 @@ These exceptions mean the infrastructure failed; the runner records them as
 
 from __future__ import annotations
 
+__all__ = ["AgentFault", "ConfigError", "DatasetError", "EnvStateError", "FatalRunError",
+           "GoldError", "IntercodeError", "ModelError", "ModelRejected", "ObservationSpaceError",
+           "RewardError", "RunAborted", "SandboxError", "SandboxSpentError",
+           "SandboxUnavailableError", "SnapshotError", "SnapshotUnsupported", "TaskUnavailable"]
+
 
 class IntercodeError(Exception):
     """Base class of every intercode error."""

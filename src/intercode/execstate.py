@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+__all__ = ["ExecState", "NoState"]
+
 
 class ExecState(Protocol):
     """An environment's execution state in a snapshot."""

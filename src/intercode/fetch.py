@@ -22,6 +22,8 @@ from intercode.datafiles import FILES, REPOSITORY, REVISION, DataFile
 from intercode.errors import DatasetError
 from intercode.fsutil import cache_dir, write_atomic
 
+__all__ = ["data_file", "fetch_file"]
+
 log = logging.getLogger(__name__)
 
 DEFAULT_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{REVISION}/"

@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+__all__ = ["cache_dir", "write_atomic"]
+
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""

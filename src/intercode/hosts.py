@@ -31,6 +31,8 @@ from typing import Any, NamedTuple
 
 from intercode.errors import ConfigError
 
+__all__ = ["HostPolicy", "require_token_off_loopback"]
+
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 _DEFAULT_PORT = {"http": 80, "https": 443}
 _NAME = re.compile(r"^(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)*"

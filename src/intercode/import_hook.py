@@ -16,6 +16,8 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
+__all__ = ["when_imported"]
+
 _lock = threading.Lock()
 
 

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib import import_module
 from typing import Any
 
+__all__ = ["lazy_exports"]
+
 
 def lazy_exports(namespace: dict[str, Any], where: Mapping[str, Iterable[str]]
                  ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:

@@ -17,6 +17,8 @@ from intercode.errors import TaskUnavailable
 from intercode.sandbox.limits import Limits
 from intercode.terminal import Terminal
 
+__all__ = ["play"]
+
 HELP = """commands:
   submit      score the current state and end the task
   skip        end the task without scoring (reward 0)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
+__all__ = ["entry_points_of"]
+
 
 @lru_cache(maxsize=1)
 def _all() -> Any:  # EntryPoints (3.12 on) or SelectableGroups (3.11): both select()

@@ -19,6 +19,18 @@ import stat
 from collections.abc import Iterator
 from typing import IO, Any
 
+__all__ = [
+    "MAX_FILE",
+    "UNBOUNDED",
+    "Refused",
+    "describe",
+    "lines",
+    "loads",
+    "open_regular",
+    "read_bytes",
+    "size_text",
+]
+
 MAX_FILE = 1 << 30  # bytes of a results or messages file
 UNBOUNDED = 1 << 62  # the size bound of a run's own files, read to resume it
 MAX_LINE = 64 << 20  # bytes of one line, or of one whole JSON document

@@ -6,6 +6,8 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+__all__ = ["Terminal"]
+
 
 class Terminal:
     """Input and output of a play session (replaceable in tests)."""

@@ -27,6 +27,8 @@ from intercode.benchmarks.spec import Benchmark
 from intercode.envs.base import IntercodeEnv
 from intercode.errors import ConfigError, EnvStateError
 
+__all__ = ["check_benchmark", "check_golds", "check_sandbox", "small_dataset"]
+
 TEXT = "rendered"
 BAD_TASKS = (-1, 10_000, "0", 1.5, True)
 

@@ -26,6 +26,8 @@ from intercode.runner.logs import ResultsLog, latest_by_task
 from intercode.runner.run import RunConfig, execute
 from intercode.sandbox.limits import Limits
 
+__all__ = ["format_report", "validate"]
+
 
 def validate(env: str, dataset: str, workers: int = 2, limits: Limits | None = None,
              output: Path | None = None, tasks: tuple[int, ...] | None = None,

@@ -8,6 +8,8 @@ from typing import Any
 
 from intercode.datasets import Task
 
+__all__ = ["Action", "Policy"]
+
 
 @dataclass(frozen=True)
 class Action:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from intercode.agents.base import Action, Policy
 from intercode.datasets import Task
 
+__all__ = ["GoldPolicy"]
+
 
 def task_env(task: Task) -> str:
     """The environment of a task's dataset."""

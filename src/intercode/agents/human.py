@@ -15,6 +15,8 @@ from intercode.benchmarks import get
 from intercode.datasets import Task
 from intercode.terminal import Terminal
 
+__all__ = ["HumanPolicy"]
+
 HELP = """commands:
   submit      hand in (CTF: submit <flag>; Python: submit [function name])
   skip        give up this task

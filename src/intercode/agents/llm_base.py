@@ -19,6 +19,8 @@ from intercode.errors import ConfigError
 from intercode.llm.client import ChatClient, Completion, Message
 from intercode.llm.message_ids import stored
 
+__all__ = ["OBSERVATION_LIMITS", "LlmPolicy", "StrategyOptions"]
+
 # upstream's observation cuts (characters, rows) and dialogue limits
 # (native tool calling: Try Again's)
 OBSERVATION_LIMITS = {"try-again": (1000, 50), "single-turn": (1000, 50), "react": (350, 25),

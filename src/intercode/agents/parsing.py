@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from intercode.benchmarks import benchmarks, get
 
+__all__ = ["Parsed", "control_action", "first_sql_statement", "language", "parse_code",
+           "parse_react", "retry_message", "truncate_observation"]
+
 FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 GENERIC_TAGS = frozenset({"text", "plaintext"})
 SQL_KEYWORDS = ("SELECT", "SHOW", "DESCRIBE", "DESC", "WITH")

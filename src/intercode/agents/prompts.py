@@ -15,6 +15,12 @@ from typing import Any
 from intercode.benchmarks import get
 from intercode.benchmarks.spec import Prompting
 
+__all__ = ["NO_OUTPUT", "execute_plan_system", "execute_step", "no_tool_call", "plan_question",
+           "plan_system", "react_not_an_action", "react_observation", "react_question",
+           "react_system", "refine_system", "submits_answer", "too_many_calls", "tools",
+           "tools_result", "tools_system", "tools_task", "try_again_observation", "try_again_query",
+           "try_again_system"]
+
 NO_OUTPUT = "No output"
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from intercode.agents.base import Action
 
+__all__ = ["Recorded"]
+
 
 @dataclass(frozen=True)
 class Recorded:

@@ -21,6 +21,8 @@ from intercode.agents.replay_inspect import load_inspect_log
 from intercode.datasets import Task
 from intercode.errors import DatasetError
 
+__all__ = ["ReplayPolicy", "load_trajectories"]
+
 RETRY = re.compile(r"^No \S+ code was found in your last response")
 
 

@@ -17,6 +17,8 @@ from intercode.agents.parsing import parse_code
 from intercode.agents.recorded import Recorded
 from intercode.errors import ConfigError, DatasetError
 
+__all__ = ["load_inspect_log"]
+
 SCORER = "intercode_scorer"
 
 

@@ -32,6 +32,8 @@ from intercode.errors import ConfigError
 from intercode.llm.client import ChatClient, Completion, Message
 from intercode.llm.replies import MAX_TOOL_CALLS, ToolCall
 
+__all__ = ["ToolsPolicy"]
+
 SHOWN_ARGUMENTS = 2000  # characters of a refused call's arguments kept in the record
 SHOWN_NAME = 80  # characters of an unknown tool's name quoted back to the model
 

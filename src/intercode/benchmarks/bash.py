@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from intercode.benchmarks.spec import Benchmark, Parsing, Prompting
 
+__all__ = ["BENCHMARK"]
+
 REACT_EXAMPLES = """Question: How many lines do the .log files under /srv/app have together?
 Thought 1: I first look at what /srv/app holds.
 Action 1: execute[ls -R /srv/app]

@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from intercode.benchmarks import bash, ctf, python, sql
 
+__all__ = ["BENCHMARKS"]
+
 BENCHMARKS = (bash.BENCHMARK, sql.BENCHMARK, python.BENCHMARK, ctf.BENCHMARK)

@@ -10,6 +10,8 @@ from intercode.benchmarks.spec import Benchmark, Parsing, Prompting
 if TYPE_CHECKING:
     from intercode.datasets.tasks import Task
 
+__all__ = ["BENCHMARK"]
+
 FUNCTION = re.compile(r"def\s+(\w+)\s*\(")
 
 REACT_EXAMPLES = """Question: Write a function to return the sum of the squares of a list of numbers. Your code should pass: assert sum_squares([1, 2]) == 5

@@ -18,6 +18,8 @@ from typing import Any
 from intercode.benchmarks.spec import Benchmark
 from intercode.errors import ConfigError
 
+__all__ = ["benchmarks", "get", "names", "owner", "register", "register_gym_ids", "unregister"]
+
 GROUP = "intercode.benchmarks"
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from intercode.datasets.tasks import Dataset, Task
     from intercode.envs.base import IntercodeEnv
 
+__all__ = ["Benchmark", "Parsing", "Prompting", "resolve"]
+
 # the sandbox root profiles (intercode.sandbox.rootfs.PROFILES; checked here without
 # importing the sandbox package, which `intercode --help` must not pay for)
 SANDBOX_PROFILES = ("base", "ctf")

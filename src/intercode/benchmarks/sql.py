@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from intercode.benchmarks.spec import Benchmark, Parsing, Prompting
 
+__all__ = ["BENCHMARK"]
+
 REACT_EXAMPLES = """Question: What are the names of the teachers older than 40?
 Thought 1: I guess the table is called teacher.
 Action 1: execute[SELECT name FROM teacher WHERE age > 40]

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from intercode.agents.llm import StrategyOptions
     from intercode.llm.client import ModelConfig
 
+__all__ = ["add_model_options", "model_config", "refuse_inapplicable", "strategy_options"]
+
 MODEL_DEFAULTS = {"api_key_env": "OPENAI_API_KEY", "temperature": 0.0, "max_tokens": 512,
                   "llm_timeout": 60.0, "llm_retries": 6, "refine_turns": 3}
 MODEL_OPTIONS = ("model", "base_url", "top_p", "observation_chars", "observation_rows",

@@ -34,6 +34,8 @@ from intercode.cli.serve import add_serve, cmd_serve
 from intercode.cli.validate import add_validate, cmd_validate
 from intercode.errors import ConfigError, IntercodeError
 
+__all__ = ["build_parser", "main"]
+
 DESCRIPTION = "The ``intercode`` command line (the only place that configures logging)."
 
 # the sub-commands, in the order `intercode --help` lists them: (name, add its parser, run it)

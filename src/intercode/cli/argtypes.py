@@ -6,6 +6,8 @@ import argparse
 import math
 from collections.abc import Callable
 
+__all__ = ["Parser", "integer", "number", "sandbox_backend", "seconds"]
+
 DAY = 86400.0
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from intercode.benchmarks import benchmarks, get
 
+__all__ = ["add_datasets", "cmd_datasets"]
+
 
 def add_datasets(sub: Any) -> None:
     """The ``datasets`` sub-command's parser."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+__all__ = ["add_doctor", "cmd_doctor"]
+
 
 def add_doctor(sub: Any) -> None:
     """The ``doctor`` sub-command's parser."""

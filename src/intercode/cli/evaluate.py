@@ -16,6 +16,8 @@ from intercode.errors import ConfigError
 if TYPE_CHECKING:
     from intercode.runner.executors import ExecutorFactory
 
+__all__ = ["add_eval", "cmd_eval"]
+
 
 def add_eval(sub: Any) -> None:
     """The ``eval`` sub-command's parser."""

@@ -8,6 +8,8 @@ from typing import Any
 from intercode.benchmarks import get
 from intercode.errors import IntercodeError
 
+__all__ = ["add_image", "cmd_image"]
+
 
 def add_image(sub: Any) -> None:
     """The ``image`` sub-command's parser (``build`` and ``list``)."""

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from intercode.envs.settings import EnvSettings
     from intercode.sandbox.limits import Limits
 
+__all__ = ["MAX_WORKERS", "add_env_options", "dataset", "limits", "refuse_inapplicable", "settings"]
+
 MAX_WORKERS = 1024
 
 

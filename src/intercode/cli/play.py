@@ -9,6 +9,8 @@ from intercode.benchmarks import get
 from intercode.cli.argtypes import integer
 from intercode.cli.options import add_env_options, limits
 
+__all__ = ["add_play", "cmd_play"]
+
 
 def add_play(sub: Any) -> None:
     """The ``play`` sub-command's parser."""

@@ -8,6 +8,9 @@ from typing import Any
 
 from intercode.cli.argtypes import integer
 
+__all__ = ["add_compare", "add_export", "add_report", "add_show", "cmd_compare", "cmd_export",
+           "cmd_report", "cmd_show"]
+
 
 def add_report(sub: Any) -> None:
     """The ``report`` sub-command's parser."""

@@ -10,6 +10,8 @@ from intercode.cli.argtypes import integer, seconds
 from intercode.cli.options import MAX_WORKERS, add_env_options, dataset, settings
 from intercode.errors import ConfigError
 
+__all__ = ["add_serve", "cmd_serve"]
+
 ALLOWED_HOST_HELP = ("a Host (and browser Origin) the server answers besides its own "
                      "address (on loopback: localhost, 127.0.0.1, [::1] with its port); "
                      "no port: any; repeatable (docs/serving.md)")

@@ -10,6 +10,8 @@ from typing import Any
 from intercode.cli.argtypes import integer
 from intercode.cli.options import MAX_WORKERS, add_env_options, dataset, settings
 
+__all__ = ["add_validate", "cmd_validate"]
+
 
 def add_validate(sub: Any) -> None:
     """The ``validate`` sub-command's parser."""

@@ -21,6 +21,8 @@ from intercode.datasets.tasks import Dataset, Task
 from intercode.errors import DatasetError
 from intercode.fetch import fetch_file
 
+__all__ = ["CtfTask", "asset_path", "folder_entries", "load"]
+
 NETWORK: dict[int, str] = {
     **{t: "talks to a live picoCTF server" for t in
        (9, 16, 20, 28, 29, 39, 41, 42, 43, 54, 57, 62, 66, 73, 87, 88, 89, 95)},

@@ -33,6 +33,8 @@ from intercode.sandbox.inbox.tree import ancestors
 from intercode.sandbox.layout import EPOCH_NS
 from intercode.sandbox.limits import Limits
 
+__all__ = ["prepared_fs", "script_fs"]
+
 log = logging.getLogger(__name__)
 
 BUILD_VERSION = 1

@@ -15,6 +15,8 @@ from importlib import resources
 
 from intercode.datasets.registry import load_dataset
 
+__all__ = ["issue_of", "known_issues"]
+
 KINDS = ("broken_gold", "host_dependent", "time_dependent", "nondeterministic", "network")
 
 

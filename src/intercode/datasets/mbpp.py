@@ -11,6 +11,8 @@ from intercode.datasets.tasks import Dataset, Task
 from intercode.errors import DatasetError
 from intercode.fetch import data_file
 
+__all__ = ["PythonTask", "load"]
+
 # dataset name -> inclusive range of MBPP task_id
 SPLITS = {"mbpp": (1, 974), "mbpp-prompt": (1, 10), "mbpp-test": (11, 510),
           "mbpp-validation": (511, 600), "mbpp-train": (601, 974)}

@@ -12,6 +12,8 @@ from intercode.datasets.tasks import BashTask, Dataset
 from intercode.errors import DatasetError
 from intercode.fetch import data_file
 
+__all__ = ["load", "read_json"]
+
 # name -> (task file key, file system name)
 SOURCES: dict[str, tuple[str, str]] = {
     "nl2bash-fs1": ("nl2bash_fs_1", "nl2bash-fs1"),

@@ -13,6 +13,8 @@ from pathlib import Path
 from intercode.datasets.tasks import Dataset
 from intercode.errors import ConfigError
 
+__all__ = ["dataset_env", "dataset_names", "is_dataset_file", "load_dataset"]
+
 
 def dataset_names(env: str | None = None) -> list[str]:
     """Registered dataset names, optionally only those of one environment."""

@@ -10,6 +10,8 @@ from intercode.datasets.tasks import Dataset, Task
 from intercode.errors import DatasetError
 from intercode.fetch import data_file
 
+__all__ = ["SqlTask", "load"]
+
 
 @dataclass(frozen=True)
 class SqlTask(Task):

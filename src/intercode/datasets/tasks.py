@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+__all__ = ["BashTask", "Dataset", "Task"]
+
 
 @dataclass(frozen=True)
 class Task:

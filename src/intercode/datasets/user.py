@@ -25,6 +25,8 @@ from intercode.datasets.spider import SqlTask
 from intercode.datasets.tasks import BashTask, Dataset, Task
 from intercode.errors import ConfigError, DatasetError
 
+__all__ = ["load_user_dataset"]
+
 ENVS = ("bash", "sql", "python", "ctf")
 COMMON = ("id", "query", "gold")
 FIELDS: dict[str, tuple[str, ...]] = {

@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 from intercode.datasets import Dataset
 from intercode.errors import ConfigError
 
+__all__ = ["count", "dataset", "factory", "flag", "keywords", "optional"]
+
 T = TypeVar("T")
 
 

@@ -27,6 +27,8 @@ from intercode.errors import ConfigError, EnvStateError, SnapshotUnsupported, Ta
 from intercode.execstate import ExecState
 from intercode.sandbox.base import Sandbox
 
+__all__ = ["Evaluation", "IntercodeEnv"]
+
 
 class Evaluation:
     """Result of scoring the current state (what submitting now would give)."""

@@ -32,6 +32,8 @@ from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
 
+__all__ = ["BashEnv"]
+
 # Upstream's docker.gitignore: these names are ignored at any depth by the diff.
 IGNORED_NAMES = ("bin", "boot", "dev", "etc", "home", "lib", "media", "opt", "proc", "root",
                  "run", "sbin", "srv", "sys", "usr", "var", ".dockerenv")

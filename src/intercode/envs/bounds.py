@@ -12,6 +12,8 @@ from typing import Any
 
 from intercode.errors import ConfigError
 
+__all__ = ["MAX_ACTION", "MAX_OBSERVATION", "NOTE_CHARS", "task_index"]
+
 #: The longest action an environment takes (characters).
 MAX_ACTION = 1 << 20
 #: The observation bound of an environment that sets none (see ``_limit_observations``).

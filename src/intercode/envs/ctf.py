@@ -33,6 +33,8 @@ from intercode.sandbox.layout import EPOCH_NS, Layout
 from intercode.sandbox.limits import Limits
 from intercode.sandbox.rootfs import default_root
 
+__all__ = ["CtfEnv"]
+
 WRONG_FLAG = "The flag is wrong. Try again."
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 from intercode.sandbox.filetree import DIR, FILE, Entry
 from intercode.sandbox.layout import EPOCH_NS
 
+__all__ = ["ALIAS_DIR", "alias_entries", "needs_crypto_alias"]
+
 ALIAS_DIR = "opt/intercode/python"
 
 ALIAS_SOURCE = '''"""``Crypto`` is ``Cryptodome`` here (Debian packages pycryptodome so)."""

@@ -21,6 +21,8 @@ from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.info import ActionInfo
 from intercode.errors import AgentFault, SandboxError
 
+__all__ = ["RETRY_MESSAGE", "EpisodeDriver", "EpisodeResult"]
+
 RETRY_MESSAGE = "No action was found in the reply. Please try again."
 ENDED_MESSAGE = "The episode has ended."
 

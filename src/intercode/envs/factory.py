@@ -7,6 +7,8 @@ from intercode.envs.base import IntercodeEnv
 from intercode.envs.settings import EnvSettings
 from intercode.sandbox.limits import Limits
 
+__all__ = ["create_env", "make_env"]
+
 
 def create_env(env: str, dataset: str | Dataset, limits: Limits | None = None,
                upstream_quirks: bool = False, sql_backend: str = "sqlite",

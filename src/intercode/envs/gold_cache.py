@@ -37,6 +37,17 @@ from typing import Any
 
 from intercode.sandbox.base import Change, ExecResult
 
+__all__ = [
+    "CONFIRMED_KINDS",
+    "UNCACHEABLE_KINDS",
+    "GoldCache",
+    "GoldResult",
+    "enabled",
+    "kernel_identity",
+    "rootfs_identity",
+    "sandbox_code_digest",
+]
+
 log = logging.getLogger(__name__)
 FORMAT = 2
 # known-issue kinds whose gold result is not a function of the task and the root fs

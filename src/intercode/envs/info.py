@@ -14,6 +14,8 @@ from typing import Any
 
 from intercode.sandbox.base import ExecResult
 
+__all__ = ["ActionInfo", "plain"]
+
 
 @dataclass(frozen=True)
 class ActionInfo:

@@ -16,6 +16,8 @@ from intercode.envs.base import IntercodeEnv
 from intercode.envs.factory import make_env
 from intercode.envs.settings import EnvSettings
 
+__all__ = ["PoolKey", "WarmPool", "discard"]
+
 #: Which environments are interchangeable: (benchmark, dataset, settings).
 PoolKey = tuple[str, str, EnvSettings]
 

@@ -39,6 +39,8 @@ from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
 
+__all__ = ["PythonEnv"]
+
 EMPTY = FileTree.of([])
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["register_all"]
+
 
 def env_id(name: str) -> str:
     """The Gymnasium id of an environment (``bash`` -> ``intercode/bash-v0``)."""

@@ -19,6 +19,8 @@ from typing import Any
 from intercode.errors import SnapshotError
 from intercode.sandbox.base import Sandbox, snapshots_of
 
+__all__ = ["copy", "load", "save"]
+
 # Variables of bash itself (read-only, or describing the process or the moment), and
 # the shell loop's own (``__ic_*``): never replayed.
 _BASH_VARIABLES = (

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from intercode.sandbox.limits import Limits
 
+__all__ = ["EnvSettings"]
+
 
 @dataclass(frozen=True)
 class EnvSettings:

@@ -36,6 +36,8 @@ from gymnasium.vector.utils.shared_memory import (
 
 from intercode.errors import ObservationSpaceError
 
+__all__ = ["register_shared_memory"]
+
 LENGTH = struct.Struct("<q")  # the byte length of a slot's text
 BYTES_PER_CHAR = 4  # the most UTF-8 (with lone surrogates passed) takes per code point
 ENCODING = ("utf-8", "surrogatepass")

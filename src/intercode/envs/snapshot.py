@@ -25,6 +25,8 @@ from intercode.datasets import Task
 from intercode.errors import SnapshotError
 from intercode.execstate import ExecState
 
+__all__ = ["Registry", "Snapshot"]
+
 _ids = itertools.count(1)
 log = logging.getLogger(__name__)
 

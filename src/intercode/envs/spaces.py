@@ -9,6 +9,8 @@ from gymnasium import spaces
 
 from intercode.envs.shared_text import register_shared_memory
 
+__all__ = ["AnyText"]
+
 SAMPLE_CHARSET = string.ascii_letters + string.digits
 
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from intercode.envs.base import IntercodeEnv
     from intercode.sandbox.base import Sandbox
 
+__all__ = ["DEFAULT_SPARES", "Spares", "spares_wanted"]
+
 log = logging.getLogger(__name__)
 
 DEFAULT_SPARES = 2  # warm spares of fork() per environment (see IntercodeEnv.fork_spares)

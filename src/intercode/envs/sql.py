@@ -33,6 +33,8 @@ from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
 from intercode.sql.results import MAX_RESULT_CHARS, QueryResult
 from intercode.sql.store import SqlStore
 
+__all__ = ["SqlEnv"]
+
 # how a gold that failed because its session did (the server's fault) starts its error
 GOLD_SESSION_FAILED = "the gold's session failed"
 

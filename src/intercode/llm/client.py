@@ -35,6 +35,15 @@ from typing import Any
 from intercode.errors import ConfigError, FatalRunError, ModelError, ModelRejected
 from intercode.llm.replies import Malformed, Reply, ToolCall, from_response, from_stream
 
+__all__ = [
+    "REASONING_EFFORTS",
+    "ChatClient",
+    "Completion",
+    "Message",
+    "ModelConfig",
+    "parse_extra_body",
+]
+
 Message = dict[str, Any]
 NO_KEY = "not-needed"  # what local servers get when no key is set
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")

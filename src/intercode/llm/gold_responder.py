@@ -24,6 +24,8 @@ from intercode.benchmarks import get
 from intercode.datasets import Dataset, Task
 from intercode.llm.scripted_server import Reply, call
 
+__all__ = ["LOOK_AROUND", "GoldResponder"]
+
 QUERY_PATTERNS = (re.compile(r'^Query: "(.*)"\n', re.DOTALL), re.compile(r"^Question: (.*)$",
                   re.DOTALL), re.compile(r"^Task: (.*)$", re.DOTALL))
 

@@ -7,6 +7,8 @@ import hashlib
 import json
 from typing import Any
 
+__all__ = ["stored"]
+
 
 def message_id(role: str, content: str, extra: dict[str, Any] | None = None) -> str:
     """The id of a message: 16 hex digits of a SHA-256 of its role and content (and of

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["MAX_TOOL_CALLS", "Malformed", "Reply", "ToolCall", "from_response", "from_stream"]
+
 MAX_TOOL_CALLS = 64
 MAX_REPLY_CHARS = 1 << 22
 MAX_ID_CHARS = 256

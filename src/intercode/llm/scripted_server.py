@@ -27,6 +27,8 @@ from typing import Any
 
 from intercode.hosts import HostPolicy
 
+__all__ = ["Reply", "ScriptedChatServer", "call"]
+
 
 @dataclass(frozen=True)
 class Reply:

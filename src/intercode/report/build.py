@@ -9,6 +9,8 @@ from intercode.errors import ConfigError
 from intercode.report.html import render
 from intercode.report.runs import Run, load_run
 
+__all__ = ["load_runs", "write_report"]
+
 
 def default_output(paths: list[str]) -> Path:
     """Where the report goes without ``-o``: into the run's folder for one run folder,

@@ -20,6 +20,8 @@ from intercode.errors import ConfigError
 from intercode.report.runs import Run
 from intercode.report.stats import bootstrap_means, mcnemar_exact, percentile_interval
 
+__all__ = ["compare_runs"]
+
 
 def compare_runs(a: Run, b: Run, *, resamples: int = 10000, seed: int = 0,
                  confidence: float = 0.95) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from intercode.errors import ConfigError
 from intercode.report.compare import compare_runs
 from intercode.report.runs import Run
 
+__all__ = ["comparisons"]
+
 SHOWN_TASKS = 60
 
 

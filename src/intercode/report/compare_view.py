@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+__all__ = ["print_comparison"]
+
 SHOWN_TASKS = 20  # task ids listed for the wins and for the losses
 
 

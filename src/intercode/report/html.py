@@ -23,6 +23,8 @@ from intercode.report.payload import build_payload, pack
 from intercode.report.runs import Run
 from intercode.version import __version__
 
+__all__ = ["render"]
+
 CONFIG_KEYS = ("env", "dataset", "agent", "max_turns", "workers", "sql_backend",
                "upstream_quirks", "dataset_revision", "intercode_version", "git_revision",
                "created_at", "source_file")

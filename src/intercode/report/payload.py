@@ -15,6 +15,8 @@ from typing import Any
 from intercode.report.runs import Run
 from intercode.runner.logs import encode_json
 
+__all__ = ["build_payload", "pack"]
+
 OBSERVATION_CHARS = 4000
 TEXT_CHARS = 20000  # any other single text (a reply, a message, an action)
 QUERY_CHARS = 2000

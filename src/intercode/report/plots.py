@@ -13,6 +13,8 @@ from typing import Any
 from intercode.errors import ConfigError
 from intercode.report.runs import Run
 
+__all__ = ["reward_distribution", "success_by_category", "success_by_turns", "turns_distribution"]
+
 # the order a category axis follows when it holds these names
 CATEGORY_ORDER = ["easy", "medium", "hard", "extra"]
 WIDTH, HEIGHT = 6.4, 3.4

@@ -23,6 +23,8 @@ from intercode.runner.messages import FILE_NAME as MESSAGES_FILE
 from intercode.runner.messages import read_messages, readable
 from intercode.runner.summary import summarize
 
+__all__ = ["Run", "calls_of", "load_run"]
+
 UPSTREAM_ENVS = {"ic_bash": "bash", "ic_sql": "sql", "ic_python": "python", "ic_ctf": "ctf"}
 # upstream's data files and the names of the same task lists here
 UPSTREAM_DATASETS = {"dev_spider": "spider-dev", "ic_mbpp": "mbpp", "ic_ctf": "intercode-ctf",

@@ -20,6 +20,8 @@ from intercode.report.runs import Run, load_run
 from intercode.report.transcript import render_episode, turns_of, unattached
 from intercode.runner.summary_view import pairs_table, render_summary
 
+__all__ = ["show"]
+
 # config.json settings worth a line of the header, in this order
 HIGHLIGHTS = ("max_turns", "workers", "sql_backend", "upstream_quirks", "network",
               "dataset_revision", "intercode_version", "git_revision", "schema", "created_at",

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["bootstrap_means", "mcnemar_exact", "percentile_interval"]
+
 CHUNK = 1 << 20  # resampled task indices held at once (8 MB)
 
 

@@ -22,6 +22,8 @@ from intercode.console import cut, literal
 from intercode.report.runs import Run, calls_of
 from intercode.runner.summary_view import num, pairs_table
 
+__all__ = ["render_episode", "turns_of", "unattached"]
+
 LIMIT = 2000  # characters of an observation, message or reply shown
 ROLE_STYLES = {"system": "magenta", "user": "blue", "assistant": "green"}
 STATUS_STYLES = {"ok": "green", "error": "red", "skipped": "yellow"}

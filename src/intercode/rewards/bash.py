@@ -28,6 +28,8 @@ from intercode.rewards.rounding import round_like_numpy
 from intercode.rewards.tfidf import answer_similarity
 from intercode.sandbox.base import Change
 
+__all__ = ["BashReward", "BashSnapshot", "bash_reward", "common_added"]
+
 ADDED_CODES = ("A", "??", "C")
 
 

@@ -13,6 +13,8 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 
+__all__ = ["kendall_tau_b"]
+
 
 def _dense_ranks(values: Sequence[Hashable]) -> list[int]:
     order = {v: i for i, v in enumerate(sorted(set(values)))}  # type: ignore[type-var]

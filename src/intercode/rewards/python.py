@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["Outcome", "PythonReward", "python_reward"]
+
 Outcome = dict[str, Any]
 
 

@@ -26,6 +26,8 @@ import ast
 import builtins
 from dataclasses import dataclass
 
+__all__ = ["BUILTIN_NAMES", "SplitTest", "defined_names", "split_test"]
+
 UNIT = "__ic_unit__"
 BUILTIN_NAMES = frozenset(dir(builtins))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["round_like_numpy"]
+
 
 def round_like_numpy(value: float) -> float:
     """``round(np.float64(value), 2)``: scale by 100, round half to even, scale back.

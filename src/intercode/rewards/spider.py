@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["METRICS", "official_text", "remove_distinct"]
+
 METRICS = ("exec_match", "exec_match_nodistinct")
 _OPERATORS = (("> =", ">="), ("< =", "<="), ("! =", "!="))
 # what is kept whole (strings, quoted names, comments), or the keyword as a word of its own

@@ -25,6 +25,8 @@ import math
 import re
 from collections import Counter
 
+__all__ = ["answer_similarity"]
+
 TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 

@@ -22,6 +22,8 @@ from intercode.errors import (
 )
 from intercode.runner.records import EpisodeRecord, Turn
 
+__all__ = ["run_episode", "run_task"]
+
 
 def run_episode(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None = None,
                 worker: int = 0, known_issue: str | None = None) -> EpisodeRecord:

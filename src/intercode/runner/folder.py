@@ -15,6 +15,8 @@ from typing import IO
 
 from intercode.errors import ConfigError
 
+__all__ = ["RunFolder"]
+
 LOCK_NAME = "run.lock"
 
 

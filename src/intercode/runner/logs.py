@@ -16,6 +16,8 @@ from intercode import safeio
 from intercode.errors import ConfigError
 from intercode.runner.records import malformed
 
+__all__ = ["ResultsLog", "check_resumable", "encode_json", "latest_by_task", "save_json"]
+
 
 class ResultsLog:
     """Append-only JSONL file of episode records."""

@@ -28,6 +28,8 @@ from intercode import safeio
 from intercode.errors import ConfigError
 from intercode.runner.logs import ResultsLog, encode_json
 
+__all__ = ["FILE_NAME", "MessageTable", "read_messages", "readable"]
+
 FILE_NAME = "messages.jsonl"
 
 

@@ -29,6 +29,8 @@ from rich.text import Text
 
 from intercode.console import console_for, is_tty
 
+__all__ = ["Progress"]
+
 PUSH_S = 0.1  # how often the bar's own count (its ETA's samples) is brought up to date
 
 

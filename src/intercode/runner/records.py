@@ -12,6 +12,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+__all__ = ["SCHEMA", "EpisodeRecord", "Turn", "malformed"]
+
 SCHEMA = 2
 
 

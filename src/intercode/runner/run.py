@@ -35,6 +35,8 @@ from intercode.runner.worker import WorkerSpec
 from intercode.sandbox import describe_root, preflight, rootfs
 from intercode.version import __version__
 
+__all__ = ["RunConfig", "execute", "parse_task_ranges", "run_config"]
+
 log = logging.getLogger(__name__)
 RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
                "sql_backend", "network", "model_identity", "strategy", "sql_max_rows",

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+__all__ = ["summarize"]
+
 
 def summarize(records: dict[int, dict[str, Any]], requested: int,
               known: Collection[int] = ()) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from rich.text import Text
 
 from intercode.console import emit, literal, plain_text
 
+__all__ = ["format_summary", "num", "pairs_table", "print_summary", "render_summary"]
+
 LABEL_WIDTH = len("skipped tasks")  # the longest label
 
 

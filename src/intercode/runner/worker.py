@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium th
     from intercode.agents.base import Policy
     from intercode.envs.base import IntercodeEnv
 
+__all__ = ["WorkerSpec", "make_env", "make_policy", "worker_main"]
+
 
 @dataclass(frozen=True)
 class WorkerSpec:

@@ -11,6 +11,8 @@ from intercode.errors import SandboxError, SnapshotUnsupported
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.limits import Limits
 
+__all__ = ["Change", "ExecResult", "Sandbox", "Snapshots", "TreeSnapshotInfo", "snapshots_of"]
+
 
 @dataclass(frozen=True)
 class ExecResult:

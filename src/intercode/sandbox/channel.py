@@ -12,6 +12,8 @@ from intercode.sandbox.inbox import proto
 from intercode.sandbox.inbox.schema import NO_REPLY, REQUESTS
 from intercode.sandbox.requests import Request
 
+__all__ = ["Channel"]
+
 Frame = tuple[dict[str, Any], bytes]
 
 

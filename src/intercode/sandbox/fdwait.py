@@ -13,6 +13,8 @@ import math
 import os
 import select
 
+__all__ = ["readable"]
+
 
 def readable(fd: int, timeout: float | None) -> bool:
     """Whether ``fd`` is readable (or at its end, or failed: a read then tells) within

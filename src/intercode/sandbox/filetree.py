@@ -13,6 +13,8 @@ from functools import cached_property
 
 from intercode.errors import DatasetError
 
+__all__ = ["DIR", "FILE", "Entry", "FileTree"]
+
 DIR, FILE, LINK = "d", "f", "l"
 
 

@@ -19,6 +19,17 @@ from intercode.sandbox.limits import Limits
 from intercode.sandbox.network import resolv_conf
 from intercode.sandbox.rootfs import default_root
 
+__all__ = [
+    "EPOCH_NS",
+    "MASKED_PROC_DIRS",
+    "MASKED_PROC_FILES",
+    "PATH",
+    "SCRATCH_MOUNTS",
+    "SKELETON_DIRS",
+    "TOP_LEVEL",
+    "Layout",
+]
+
 # 2023-06-01T00:00:00Z: the time stamp of everything a setup script created (see fsbuild).
 EPOCH_NS = 1_685_577_600 * 1_000_000_000
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from intercode.errors import ConfigError
 
+__all__ = ["Limits", "MiB"]
+
 MiB = 1 << 20
 GiB = 1 << 30
 

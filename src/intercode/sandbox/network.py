@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from intercode.errors import ConfigError
 
+__all__ = ["network_mode", "resolv_conf"]
+
 MODES = ("none", "isolated", "host")
 # the DNS server of the isolated network (slirp4netns's, which bubblewrap's uses)
 SLIRP_DNS = "10.0.2.3"

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 from intercode.sandbox.inbox.privs import PTY_MAX
 
+__all__ = ["Share", "claim"]
+
 log = logging.getLogger(__name__)
 
 SHARE = PTY_MAX  # a sandbox's pseudo-terminals while the ledger has room

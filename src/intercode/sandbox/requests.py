@@ -6,6 +6,9 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from intercode.sandbox.inbox.schema import REQUESTS
 
+__all__ = ["InterruptRequest", "Request", "ThawRequest", "TreeImportRequest", "TreeRestoreRequest",
+           "TreeSnapRequest"]
+
 
 class LoadRequest(TypedDict):
     op: Literal["load"]

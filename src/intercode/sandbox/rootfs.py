@@ -40,6 +40,9 @@ from typing import Any
 
 from intercode.errors import ConfigError, SandboxUnavailableError
 
+__all__ = ["INSTALL_HINT", "PROFILES", "RootFs", "build", "built", "cache_root", "default_root",
+           "describe", "find", "make_dirs", "packages", "root_label", "same_root"]
+
 FORMAT = 1
 SUITE = "bookworm"
 VARIANT = "minbase"

@@ -57,6 +57,8 @@ import os
 import platform
 import struct
 
+__all__ = ["program", "program_fd"]
+
 # classic BPF opcodes
 _LD_ABS_W = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K

@@ -18,6 +18,8 @@ from intercode.sandbox.inbox.shell import encode_action
 from intercode.sandbox.limits import Limits
 from intercode.sandbox.requests import InterruptRequest, ThawRequest
 
+__all__ = ["THAW", "Output", "ShellIO"]
+
 READ_CHUNK = 1 << 16
 STATUS_CHUNK = 1 << 20  # status records may carry a request's reply (megabytes)
 THAW: ThawRequest = {"op": "thaw"}

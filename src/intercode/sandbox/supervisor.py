@@ -52,6 +52,8 @@ from intercode.sandbox.requests import (
 )
 from intercode.sandbox.shellio import Output, ShellIO
 
+__all__ = ["COMPILED", "RELAY", "SupervisedSandbox", "boot_code", "inbox_sources"]
+
 # a snapshot request (they carry the snapshots to forget, see _with_drops)
 D = TypeVar("D", bound=TreeSnapRequest | TreeRestoreRequest | TreeImportRequest)
 MAX_REPLAY = 100_000  # bytes of a shell replay run at spawn (inbox/shell.py MAX_PRELUDE)

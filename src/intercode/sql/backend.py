@@ -10,6 +10,8 @@ from intercode.errors import ConfigError, SnapshotUnsupported
 from intercode.execstate import ExecState
 from intercode.sql.results import QueryResult
 
+__all__ = ["SqlBackend", "SqlLimits", "SqlSession"]
+
 MAX_GOLD_RESULTS = 512  # gold results a backend keeps (see GoldResults)
 
 

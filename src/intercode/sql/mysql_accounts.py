@@ -24,6 +24,8 @@ from typing import Any
 
 from intercode.errors import ConfigError
 
+__all__ = ["Account", "Accounts", "claim_run", "drop_dead_runs"]
+
 #: What a session may do on its own copies (no GRANT OPTION, no EVENT, and no CREATE
 #: TEMPORARY TABLES: a temporary table fills the server's tmpdir, which no setting bounds
 #: and every session shares, until its connection ends).

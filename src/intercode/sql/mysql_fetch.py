@@ -16,6 +16,8 @@ from typing import Any
 
 from intercode.sql.results import MAX_RESULT_CHARS, Row
 
+__all__ = ["arm", "fetch_bounded"]
+
 #: Seconds a socket read may wait past the statement's deadline.
 GRACE = 0.5
 

@@ -26,6 +26,8 @@ from intercode.sql.results import QueryResult
 if TYPE_CHECKING:
     from intercode.sql.mysql_backend import MysqlBackend
 
+__all__ = ["MysqlSession", "server_message", "statement_kind"]
+
 READ = {"SELECT", "SHOW", "DESC", "DESCRIBE", "EXPLAIN", "HELP", "WITH", "VALUES", "TABLE"}
 DML = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
 # a comment cannot reach past its first */, and nothing is given back once skipped: a lazy

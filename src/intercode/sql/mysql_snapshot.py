@@ -32,6 +32,20 @@ if TYPE_CHECKING:
     from intercode.sql.mysql_backend import MysqlBackend
     from intercode.sql.mysql_session import MysqlSession
 
+__all__ = [
+    "MAX_BYTES",
+    "MAX_LIVE",
+    "NO_TABLE",
+    "MysqlState",
+    "changed_settings",
+    "copy_database",
+    "inventory",
+    "replay",
+    "session_variables",
+    "snapshot_name",
+    "user_variables",
+]
+
 log = logging.getLogger(__name__)
 
 #: Live snapshots one session may hold, and their total size (data and indexes).

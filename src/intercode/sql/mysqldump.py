@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from intercode.errors import DatasetError
 
+__all__ = ["Column", "Database", "Table", "parse_dump", "split_statements"]
+
 Value = int | float | str | None
 
 

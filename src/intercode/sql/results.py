@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["MAX_RESULT_CHARS", "QueryResult", "Row", "fetch_capped"]
+
 Row = tuple[Any, ...]
 
 #: Characters of a result (as ``str(rows)`` shows it whole) a backend keeps at most; a

@@ -13,6 +13,8 @@ import re
 
 from intercode.sql.mysqldump import Column, Table
 
+__all__ = ["column_key", "create_table_sql", "quote", "show_columns", "show_create_table"]
+
 _INT = re.compile(r"^(tiny|small|medium|big)?int(eger)?\b")
 _REAL = re.compile(r"^(float|double|real|decimal|numeric)\b")
 _TEXT = re.compile(r"^(char|varchar|text|tinytext|mediumtext|longtext|enum|set)\b")

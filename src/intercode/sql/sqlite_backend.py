@@ -25,6 +25,8 @@ from intercode.sql.sqlite_sandboxed import SandboxedSqliteSession
 from intercode.sql.sqlite_session import LocalSqliteSession, SqliteSessionBase
 from intercode.sql.store import INFO_SCHEMA, SqlStore, spider_store
 
+__all__ = ["SqliteBackend"]
+
 
 class SqliteBackend(SqlBackend):
     """Spider's databases in SQLite, with MySQL's exploration commands emulated."""

@@ -28,6 +28,8 @@ from intercode.sql.sqlite_session import SqliteSessionBase, timeout_message
 if TYPE_CHECKING:
     from intercode.sql.sqlite_backend import SqliteBackend
 
+__all__ = ["SandboxedSqliteSession"]
+
 KILL_MARGIN = 1.0  # seconds past the time limit before the engine itself is killed
 LOST = "; the SQL engine was restarted and the changes of this episode were lost"
 

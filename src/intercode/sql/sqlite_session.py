@@ -19,6 +19,8 @@ from intercode.sql.mysqldump import Database
 from intercode.sql.results import QueryResult, fetch_capped
 from intercode.sql.store import SqlStore
 
+__all__ = ["LocalSqliteSession", "SqliteSessionBase", "timeout_message"]
+
 _VACUUM_INTO = re.compile(r"^\s*VACUUM\b.*\bINTO\b", re.I | re.S)
 PROGRESS_STEPS = 2000
 

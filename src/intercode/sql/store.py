@@ -25,6 +25,8 @@ from intercode.fsutil import cache_dir, write_atomic
 from intercode.sql.mysqldump import Database, parse_dump
 from intercode.sql.schema import column_key, create_table_sql, quote
 
+__all__ = ["INFO_SCHEMA", "SqlStore", "build_image", "build_info_schema", "spider_store"]
+
 STORE_VERSION = 1
 INFO_SCHEMA = "information_schema"
 

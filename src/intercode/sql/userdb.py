@@ -30,6 +30,8 @@ from intercode.errors import DatasetError
 from intercode.sql.mysqldump import Column, Database, Table, parse_dump, split_statements
 from intercode.sql.store import SqlStore, build_image, build_info_schema
 
+__all__ = ["read_database", "user_store"]
+
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 _MYSQL_TABLE = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?`", re.I)

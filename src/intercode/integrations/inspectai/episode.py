@@ -19,6 +19,8 @@ from intercode.envs.info import plain
 from intercode.envs.pool import WarmPool
 from intercode.errors import AgentFault
 
+__all__ = ["POOL", "Episode"]
+
 
 @dataclass
 class Step:

@@ -35,6 +35,8 @@ from inspect_ai.scorer import Score
 
 from intercode.report.runs import Run, load_run
 
+__all__ = ["export_run"]
+
 SCORER = "intercode_scorer"
 
 

@@ -18,6 +18,8 @@ from intercode.errors import SandboxError
 from intercode.integrations.inspectai.episode import POOL, Episode
 from intercode.sandbox import require_backend
 
+__all__ = ["STORE_KEY", "Running", "Setup", "blocking"]
+
 STORE_KEY = "intercode:outcome"
 T = TypeVar("T")
 

@@ -43,6 +43,8 @@ from intercode.sandbox.bwrap import BwrapSandbox
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 
+__all__ = ["IntercodeSandboxConfig", "IntercodeSandboxEnvironment"]
+
 MiB = 1 << 20
 FOREVER = 24 * 3600.0  # Inspect's "no timeout"
 ANSWER_GRACE = 60.0  # s: how much longer than a command's time limit its answer may take

@@ -19,6 +19,8 @@ from inspect_ai.solver import TaskState
 
 from intercode.integrations.inspectai.running import STORE_KEY
 
+__all__ = ["intercode_scorer"]
+
 
 @metric
 def success() -> Metric:

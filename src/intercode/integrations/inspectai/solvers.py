@@ -15,6 +15,8 @@ from intercode.benchmarks import get
 from intercode.integrations.inspectai.episode import Episode
 from intercode.integrations.inspectai.running import Running, Setup, blocking
 
+__all__ = ["STRATEGIES", "react_agent", "try_again"]
+
 STRATEGIES = ("try_again", "react")
 
 

@@ -16,6 +16,8 @@ from intercode.integrations.inspectai.running import Setup
 from intercode.integrations.inspectai.scorer import intercode_scorer
 from intercode.integrations.inspectai.solvers import STRATEGIES, react_agent, try_again
 
+__all__ = ["bash", "ctf", "intercode_task", "python", "samples", "sql"]
+
 log = logging.getLogger(__name__)
 
 

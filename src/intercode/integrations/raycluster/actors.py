@@ -18,6 +18,8 @@ from intercode.integrations.raycluster.cluster import check_node, node_failure, 
 from intercode.runner.episode import run_task
 from intercode.runner.worker import WorkerSpec, make_env, make_policy
 
+__all__ = ["EnvActor", "EpisodeActor"]
+
 
 class EpisodeActor:
     """One warm environment and one policy; runs whole episodes (``intercode eval``)."""

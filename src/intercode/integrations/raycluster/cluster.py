@@ -14,6 +14,9 @@ from typing import Any
 
 from intercode.errors import ConfigError, DatasetError, SandboxError
 
+__all__ = ["check_address", "check_node", "connect", "node_failure", "node_label", "refuse_network",
+           "require_ray"]
+
 INSTALL = "pip install 'intercode[ray]'"
 ADDRESS_HELP = "auto, local, ray://HOST:PORT or HOST:PORT"
 _HOST_PORT = re.compile(r"^(?:ray://)?[A-Za-z0-9_.\-]+:\d{1,5}$|^(?:ray://)?\[[0-9A-Fa-f:.]+\]:\d{1,5}$")

@@ -33,6 +33,8 @@ from intercode.runner.worker import WorkerSpec
 if TYPE_CHECKING:
     from intercode.envs.settings import EnvSettings
 
+__all__ = ["RayExecutor", "RayExecutorFactory"]
+
 log = logging.getLogger(__name__)
 
 # the variables an actor needs from the driver's environment (the model's key is added)

@@ -27,6 +27,8 @@ from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, EnvStateError, RunAborted
 from intercode.integrations.raycluster.cluster import connect, refuse_network, require_ray
 
+__all__ = ["EnvPool", "PoolResult"]
+
 
 @dataclass(frozen=True)
 class PoolResult:

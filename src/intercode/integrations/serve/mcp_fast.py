@@ -68,6 +68,8 @@ if TYPE_CHECKING:
 
     from intercode.integrations.serve.mcp_server import McpService
 
+__all__ = ["FastCalls"]
+
 log = logging.getLogger(__name__)
 
 METHOD = "tools/call"

@@ -42,6 +42,8 @@ from intercode.hosts import HostPolicy
 from intercode.integrations.serve.mcp_fast import FastCalls
 from intercode.integrations.serve.mcp_server import McpService
 
+__all__ = ["build_app", "loop_options", "serve_http"]
+
 log = logging.getLogger(__name__)
 
 PATH = "/mcp"

@@ -13,6 +13,8 @@ from intercode.errors import ConfigError
 from intercode.integrations.serve.mcp_server import McpService, Transport
 from intercode.integrations.serve.sessions import ServeConfig
 
+__all__ = ["serve"]
+
 
 async def serve_stdio(service: McpService) -> None:
     """Serve one client over standard input and output until its input ends."""

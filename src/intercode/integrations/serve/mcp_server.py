@@ -63,6 +63,8 @@ from intercode.integrations.serve.sessions import (
 )
 from intercode.integrations.serve.workers import Workers
 
+__all__ = ["McpService", "Transport"]
+
 log = logging.getLogger(__name__)
 
 Transport = Literal["stdio", "http"]

@@ -62,6 +62,8 @@ from intercode.integrations.serve.sessions import (
     UnknownSession,
 )
 
+__all__ = ["serve_openenv"]
+
 # One message or HTTP body, in bytes: an action of MAX_CODE_CHARS characters fits even
 # JSON-escaped (\uXXXX, 6 bytes a character); uvicorn's default WebSocket limit.
 MAX_MESSAGE_BYTES = 16 << 20

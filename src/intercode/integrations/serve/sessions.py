@@ -44,6 +44,9 @@ from intercode.errors import (
     TaskUnavailable,
 )
 
+__all__ = ["MAX_CODE_CHARS", "NoEpisode", "ServeConfig", "ServeError", "Session", "SessionPool",
+           "UnknownSession"]
+
 MAX_CODE_CHARS = 1 << 20  # one action: the Gymnasium action space's bound
 
 

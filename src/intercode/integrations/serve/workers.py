@@ -22,6 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+__all__ = ["Workers"]
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")

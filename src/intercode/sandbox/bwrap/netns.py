@@ -34,6 +34,8 @@ from intercode.errors import SandboxUnavailableError
 from intercode.sandbox import fdwait
 from intercode.sandbox.network import network_mode
 
+__all__ = ["SandboxNetwork", "find_slirp4netns"]
+
 log = logging.getLogger(__name__)
 
 SLIRP_MTU = 65520

@@ -27,6 +27,8 @@ from intercode.sandbox.limits import Limits
 from intercode.sandbox.shellio import ShellIO
 from intercode.sandbox.supervisor import COMPILED, SupervisedSandbox, boot_code, inbox_sources
 
+__all__ = ["BwrapSandbox"]
+
 log = logging.getLogger(__name__)
 
 NOBODY = 65534

@@ -17,6 +17,8 @@ from typing import Any
 
 from intercode.errors import SandboxError, SandboxUnavailableError
 
+__all__ = ["DockerEngine", "message"]
+
 API_TIMEOUT = 60.0
 
 

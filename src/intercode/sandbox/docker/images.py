@@ -22,6 +22,8 @@ from intercode.errors import SandboxUnavailableError
 from intercode.sandbox import rootfs
 from intercode.sandbox.layout import PATH
 
+__all__ = ["LABEL", "docker_image", "docker_images", "docker_import", "require_engine"]
+
 REPOSITORY = "intercode/sandbox"
 LABEL = "org.intercode"
 DOCKER_TIMEOUT = 600.0

@@ -44,6 +44,8 @@ import tempfile
 
 from intercode.errors import ConfigError
 
+__all__ = ["ENV", "Listener", "stream_mode", "wanted"]
+
 ENV = "INTERCODE_DOCKER_STREAM"
 MODES = ("attach", "socket", "auto")
 TARGET = "/.intercode-link"  # where the directory appears in the container

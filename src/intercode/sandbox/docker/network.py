@@ -23,6 +23,8 @@ from intercode.errors import SandboxError
 from intercode.sandbox.docker.engine import DockerEngine, message
 from intercode.sandbox.network import network_mode
 
+__all__ = ["container_settings"]
+
 ISOLATED = "intercode-isolated"
 ICC = "com.docker.network.bridge.enable_icc"
 LABEL = "org.intercode.network"

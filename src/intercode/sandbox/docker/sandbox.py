@@ -54,6 +54,8 @@ from intercode.sandbox.limits import Limits, MiB
 from intercode.sandbox.network import network_mode
 from intercode.sandbox.supervisor import RELAY, SupervisedSandbox, boot_code, inbox_sources
 
+__all__ = ["DockerSandbox", "default_image"]
+
 log = logging.getLogger(__name__)
 _unguarded_warned: set[str] = set()  # reasons already logged by this process
 

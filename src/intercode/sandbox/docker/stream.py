@@ -53,6 +53,8 @@ from intercode.sandbox.inbox.relay import (
 from intercode.sandbox.inbox.relay import TO_CTL as TO_CTL
 from intercode.sandbox.shellio import THAW, ShellIO
 
+__all__ = ["DOCKER_HEAD", "Stream", "StreamChannel", "StreamShellIO"]
+
 DOCKER_HEAD = struct.Struct(">BxxxI")  # the engine's stdout/stderr framing (no tty)
 STDOUT, STDERR = 1, 2
 BACKLOG = {FROM_OUTPUT: 8 << 20, FROM_STATUS: 64 << 20}
