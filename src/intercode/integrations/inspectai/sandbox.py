@@ -39,9 +39,9 @@ from pydantic import BaseModel, ConfigDict
 from intercode.errors import ConfigError
 from intercode.integrations.inspectai.running import blocking
 from intercode.sandbox import BACKENDS, Limits, create_sandbox, require_backend
-from intercode.sandbox.bwrap import BwrapSandbox
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
+from intercode.sandbox.supervisor import SupervisedSandbox
 
 __all__ = ["IntercodeSandboxConfig", "IntercodeSandboxEnvironment"]
 
@@ -95,7 +95,7 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
         """The configuration model back from its dict (Inspect's logs store it so)."""
         return IntercodeSandboxConfig(**config)
 
-    def __init__(self, box: BwrapSandbox, home: str) -> None:
+    def __init__(self, box: SupervisedSandbox, home: str) -> None:
         super().__init__()
         self.box = box
         self.home = home
@@ -106,7 +106,7 @@ class IntercodeSandboxEnvironment(SandboxEnvironment):
         """A started sandbox with an empty task tree."""
         layout = Layout()
         box = create_sandbox(backend_of(config), sandbox_limits(), layout)
-        if not isinstance(box, BwrapSandbox):  # every backend is one today
+        if not isinstance(box, SupervisedSandbox):  # both built-in backends are
             raise ConfigError(f"sandbox 'intercode' cannot run on {type(box).__name__}")
         await blocking(box.start)
         try:
