@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import parallel
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,48 +100,30 @@ def markers_for(item: pytest.Item) -> set[str]:
     return found
 
 
-# -- the units of work of parallel runs (pytest-xdist, `-n N --dist loadgroup`: scripts/test)
-# Each test gets one xdist_group: the tests of a group run one after another in one worker
-# process. A test that uses a resource one process must hold alone runs in its group:
-# ray: tests/ray drive one Ray cluster from one process (tests/ray/conftest.py), which the
-#   rest of the suite must not run as the driver of
-# mysql: the tests of the MySQL server share its accounts and databases: a backend that
-#   starts drops the databases of every run whose lock is free, which races with a test
-#   that sets up a dead run to see its own backend drop it
-# browser: one headless Chromium (the session's browser fixture)
-# Every other test is grouped by its module, so that a module's fixtures are made once.
-SHARED_GROUPS = ("ray", "mysql", "browser")
-
-
-def group_for(item: pytest.Item, markers: set[str]) -> str:
-    """The xdist_group of a test that has ``markers`` (of :data:`MARKERS`)."""
-    for shared in SHARED_GROUPS:
-        if shared in markers:
-            return shared
-    path = Path(item.path).resolve()
-    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
-
-
-def _in_worker(config: pytest.Config) -> bool:
-    """Whether this process is a worker of a parallel run (pytest-xdist)."""
-    return hasattr(config, "workerinput")
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test by what it uses (before ``-m`` deselects by markers) and, in a
-    parallel run, by its group (before pytest-xdist reads the groups)."""
-    grouped = config.pluginmanager.hasplugin("xdist")
+    """Mark each test by what it uses (before ``-m`` deselects by markers) and by its
+    group in a parallel run (tests/parallel.py)."""
     for item in items:
         found = markers_for(item) | {m.name for m in item.iter_markers() if m.name in MARKERS}
         for marker in sorted(found - {m.name for m in item.iter_markers()}):
             item.add_marker(marker)
-        if grouped and not any(item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(group_for(item, found)))
-    if _in_worker(config):
-        # the lint checks first (mypy, the slowest test, then runs alongside the rest):
-        # each worker collects the same order, so the groups are still the same
-        items.sort(key=lambda item: "lint" not in {m.name for m in item.iter_markers()})
+        item.add_marker(getattr(pytest.mark, parallel.MARK)(parallel.group_for(item, found,
+                                                                               ROOT)))
+    if parallel.in_worker(config):
+        items.sort(key=parallel.run_order)
+        parallel.write_groups(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    parallel.configure_node(node.config, node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole groups of tests to each worker (tests/parallel.py), whatever ``--dist``."""
+    return parallel.make_scheduler(config, log)
 
 
 MYPY_TEST = "tests/unit/test_lint.py::test_mypy_is_clean"
@@ -151,8 +135,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     core, from a clean checkout) in the background now, so that it runs alongside them;
     ``test_mypy_is_clean`` then waits for its result."""
     items = session.items
-    if _in_worker(session.config):
-        return  # a parallel run's worker that gets it runs it first (above)
+    if parallel.in_worker(session.config):
+        return  # a parallel run's worker that gets it runs it first (tests/parallel.py)
     if (len(items) > 1 and not session.config.option.collectonly
             and any(item.nodeid == MYPY_TEST for item in items)):
         import subprocess
@@ -167,6 +151,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    parallel.remove_groups(config)
     started = getattr(config, "_intercode_mypy", None)
     if started is not None and started[0].poll() is None:
         started[0].kill()

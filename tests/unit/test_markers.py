@@ -16,7 +16,7 @@ KNOWN = {"sandbox", "docker", "mysql", "browser", "ray", "network", "lint", "slo
 def pytest_collection_finish(session):
     for item in session.items:
         names = sorted({m.name for m in item.iter_markers()} & KNOWN)
-        groups = [m.args[0] for m in item.iter_markers("xdist_group")]
+        groups = [m.args[0] for m in item.iter_markers("parallel_group")]
         print("MARKS\t" + item.nodeid + "\t" + ",".join(names) + "\t" + ",".join(groups))
 '''
 MODULES = ["tests/unit/test_lint.py", "tests/unit/test_tfidf.py", "tests/unit/test_testing.py",
@@ -92,7 +92,7 @@ def test_each_test_has_one_parallel_group_its_shared_resource_or_its_module(tmp_
     assert all(len(g) == 1 for g in groups.values()), groups
 
     def of(prefix: str) -> set[str]:
-        return {g[0] for g in where({n: set(g) for n, g in groups.items()}, prefix)}
+        return set().union(*where({n: set(g) for n, g in groups.items()}, prefix))
 
     assert of("tests/ray/test_env_pool.py::") == {"ray"}
     assert of("tests/adversarial/test_mysql.py::") == {"mysql"}
