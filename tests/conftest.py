@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import parallel
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,10 +102,28 @@ def markers_for(item: pytest.Item) -> set[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test by what it uses (before ``-m`` deselects by markers)."""
+    """Mark each test by what it uses (before ``-m`` deselects by markers) and by its
+    group in a parallel run (tests/parallel.py)."""
     for item in items:
-        for marker in sorted(markers_for(item) - {m.name for m in item.iter_markers()}):
+        found = markers_for(item) | {m.name for m in item.iter_markers() if m.name in MARKERS}
+        for marker in sorted(found - {m.name for m in item.iter_markers()}):
             item.add_marker(marker)
+        item.add_marker(getattr(pytest.mark, parallel.MARK)(parallel.group_for(item, found,
+                                                                               ROOT)))
+    if parallel.in_worker(config):
+        items.sort(key=parallel.run_order)
+        parallel.write_groups(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    parallel.configure_node(node.config, node)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole groups of tests to each worker (tests/parallel.py), whatever ``--dist``."""
+    return parallel.make_scheduler(config, log)
 
 
 MYPY_TEST = "tests/unit/test_lint.py::test_mypy_is_clean"
@@ -115,6 +135,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     core, from a clean checkout) in the background now, so that it runs alongside them;
     ``test_mypy_is_clean`` then waits for its result."""
     items = session.items
+    if parallel.in_worker(session.config):
+        return  # a parallel run's worker that gets it runs it first (tests/parallel.py)
     if (len(items) > 1 and not session.config.option.collectonly
             and any(item.nodeid == MYPY_TEST for item in items)):
         import subprocess
@@ -129,6 +151,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    parallel.remove_groups(config)
     started = getattr(config, "_intercode_mypy", None)
     if started is not None and started[0].poll() is None:
         started[0].kill()

@@ -16,7 +16,8 @@ KNOWN = {"sandbox", "docker", "mysql", "browser", "ray", "network", "lint", "slo
 def pytest_collection_finish(session):
     for item in session.items:
         names = sorted({m.name for m in item.iter_markers()} & KNOWN)
-        print("MARKS\t" + item.nodeid + "\t" + ",".join(names))
+        groups = [m.args[0] for m in item.iter_markers("parallel_group")]
+        print("MARKS\t" + item.nodeid + "\t" + ",".join(names) + "\t" + ",".join(groups))
 '''
 MODULES = ["tests/unit/test_lint.py", "tests/unit/test_tfidf.py", "tests/unit/test_testing.py",
            "tests/adversarial/test_mysql.py", "tests/contract/test_sandbox_contract.py",
@@ -24,7 +25,9 @@ MODULES = ["tests/unit/test_lint.py", "tests/unit/test_tfidf.py", "tests/unit/te
            "tests/integration/test_clean_install.py", "tests/integration/test_replay.py"]
 
 
-def collected_marks(tmp_path, *args: str, modules: list[str] = MODULES) -> dict[str, set[str]]:
+def collected(tmp_path, *args: str, modules: list[str] = MODULES
+              ) -> dict[str, tuple[set[str], list[str]]]:
+    """Each collected test's markers (of KNOWN) and xdist groups."""
     (tmp_path / "dump_marks.py").write_text(PLUGIN)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(tmp_path), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]),
@@ -34,12 +37,17 @@ def collected_marks(tmp_path, *args: str, modules: list[str] = MODULES) -> dict[
                            "-p", "no:cacheprovider", "-p", "dump_marks", *args, *modules],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    marks = {}
+    found = {}
     for line in proc.stdout.splitlines():
         if line.startswith("MARKS\t"):
-            _, nodeid, names = line.split("\t", 2)
-            marks[nodeid] = set(filter(None, names.split(",")))
-    return marks
+            _, nodeid, names, groups = line.split("\t", 3)
+            found[nodeid] = (set(filter(None, names.split(","))), groups.split(","))
+    return found
+
+
+def collected_marks(tmp_path, *args: str, modules: list[str] = MODULES) -> dict[str, set[str]]:
+    return {nodeid: names for nodeid, (names, _) in collected(tmp_path, *args,
+                                                              modules=modules).items()}
 
 
 def where(marks: dict[str, set[str]], prefix: str) -> list[set[str]]:
@@ -77,3 +85,20 @@ def test_the_quick_selection_leaves_out_what_needs_a_service(tmp_path):
                              for m in marks.values())
     assert "tests/contract/test_sandbox_contract.py::test_shell_death_is_survived[bwrap-exit 3]" in marks
     assert not any(nodeid.startswith("tests/unit/test_lint.py") for nodeid in marks)
+
+
+def test_each_test_has_one_parallel_group_its_shared_resource_or_its_module(tmp_path):
+    groups = {nodeid: found[1] for nodeid, found in collected(tmp_path).items()}
+    assert all(len(g) == 1 for g in groups.values()), groups
+
+    def of(prefix: str) -> set[str]:
+        return set().union(*where({n: set(g) for n, g in groups.items()}, prefix))
+
+    assert of("tests/ray/test_env_pool.py::") == {"ray"}
+    assert of("tests/adversarial/test_mysql.py::") == {"mysql"}
+    assert of("tests/integration/test_replay.py::test_upstream_gpt35_sql_fidelity[mysql]") == {
+        "mysql"}
+    assert of("tests/report/test_report_browser.py::test_a_whole_spider_run") == {"browser"}
+    assert of("tests/contract/test_sandbox_contract.py::test_shell_death_is_survived[") == {
+        "tests/contract/test_sandbox_contract.py"}  # both backends: the module's fixtures
+    assert of("tests/unit/test_tfidf.py::") == {"tests/unit/test_tfidf.py"}
