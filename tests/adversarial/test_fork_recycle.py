@@ -23,6 +23,10 @@ from intercode.sandbox.base import Sandbox
 
 COUNT_SLEEPS = ("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done "
                 "| grep -c '^sleep 99'")
+# the same once both background sleeps have started (up to 10 s: a loaded machine may take
+# a while to exec them), so that the count before the close is not a race
+BOTH_SLEEPS_STARTED = (f"for i in $(seq 100); do [ \"$({COUNT_SLEEPS})\" = 2 ] && break; "
+                       f"sleep 0.1; done; {COUNT_SLEEPS}")
 PY_COUNT_SLEEPS = ("import os\n"
                    "def cmd(p):\n"
                    "    try:\n"
@@ -77,7 +81,7 @@ def test_a_closed_forks_files_processes_and_shell_do_not_reach_the_next_fork(
     first.step("echo first > /tmp/f; echo x > /dev/shm/x; mkdir /tmp/left; "
                "nohup sleep 991 >/dev/null 2>&1 & disown; (setsid sleep 992 &); "
                "export LEAK=1; alias ls='echo pwned'")
-    assert first.step(COUNT_SLEEPS)[0] == "2\n"
+    assert first.step(BOTH_SLEEPS_STARTED)[0] == "2\n"
     box = agent_box(first)
     first.close()
     fork = next_fork_in(bash, box)
