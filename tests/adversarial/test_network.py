@@ -1,6 +1,6 @@
 """The sandbox's network: ``--network`` must not reach the host's loopback services.
 
-Issue 9: with ``--network`` the CTF sandbox shared the host's network namespace, so an
+With ``--network`` the CTF sandbox shared the host's network namespace, so an
 agent could read a host loopback service (the MariaDB greeting on 127.0.0.1:3306).
 ``network=True`` is now an isolated slirp4netns network with host loopback disabled;
 ``network="host"`` keeps the old sharing as an explicit opt-in.

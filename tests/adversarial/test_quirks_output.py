@@ -1,6 +1,6 @@
 """Upstream-quirks mode runs each action as a fresh ``bash -c``: its output is bounded too.
 
-Issue 9, High #8: ``head -c 1500000000 /dev/zero`` in ``--upstream-quirks`` mode had no
+``head -c 1500000000 /dev/zero`` in ``--upstream-quirks`` mode had no
 output cap and peaked the host at 4.3 GB.
 """
 

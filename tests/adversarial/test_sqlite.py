@@ -1,7 +1,7 @@
 """Attacks on the SQLite backend: agent SQL must never run in (or reach) the host process.
 
-Issue 9, Critical #2 (fts3_tokenizer leaks a host address and segfaults the host),
-High #8 (unbounded results) and the 10 MB error echo.
+Covered here: fts3_tokenizer (it leaked a host address and segfaulted the host), unbounded
+results and the 10 MB error echo.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _descends(pid: int, ancestor: int) -> bool:
     return False
 
 
-# -- Critical #2: fts3_tokenizer ------------------------------------------------------------
+# -- fts3_tokenizer ---------------------------------------------------------------------------
 
 
 def test_fts3_tokenizer_does_not_leak_an_address(session):
@@ -203,7 +203,7 @@ def test_a_garbled_reply_is_an_observation_and_the_session_recovers(session, mon
     assert count(session) == 4079
 
 
-# -- High #8: unbounded results; Low: 10 MB error echo ---------------------------------------
+# -- unbounded results; the 10 MB error echo --------------------------------------------------
 
 
 @pytest.mark.parametrize("value", ["hex(randomblob(500000))", "randomblob(1000000)",
