@@ -295,3 +295,17 @@ def test_the_next_episodes_interpreter_cannot_be_poisoned_through_the_spare(back
         assert env.step("__import__('ctypes').CDLL(None).prctl(3, 0, 0, 0, 0)")[0] == "1\n"
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("action", ["submit nonexistent", "  submit   nonexistent  ",
+                                    "submit if", "submit None", "submit lambda"])
+def test_submitting_a_name_that_is_not_defined_scores_zero(env, action):
+    """The gold's own function is defined, but the submission names another one: the
+    named function is scored (it does not exist: 0, with the reason), never the one the
+    tests happen to call."""
+    env.reset(options={"task": 0})
+    env.step(env.task.gold)
+    _, reward, done, _, info = env.step(action)
+    assert done and reward == 0.0 and not info["all_pass"], info
+    assert info["submitted_function"] == action.split()[1]
+    assert info.get("tests_correct", 0) == 0 and info["note"], info

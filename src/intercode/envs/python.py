@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import keyword
 import re
 from functools import partial
 from typing import Any
@@ -63,9 +64,10 @@ class PythonEnv(IntercodeEnv):
     """``gymnasium.make("intercode/python-v0", dataset="mbpp")``.
 
     Actions are Python code (statements, definitions, expressions); ``submit <name>``
-    scores the function ``name``. Without a name, and under Try Again, the candidate is
-    the first function of the latest action that defined functions (upstream took the
-    first ``def`` of the action).
+    scores the function ``name`` (one the interpreter does not define, or a keyword,
+    scores 0 and ``info["note"]`` says why). Without a name, and under Try Again, the
+    candidate is the first function of the latest action that ran without error and
+    defined functions (upstream took the first ``def`` of the action).
     Each test statement gets its own time limit (``test_timeout`` seconds).
     """
 
@@ -208,10 +210,18 @@ class PythonEnv(IntercodeEnv):
         assert isinstance(self.task, PythonTask)
         name = name or (self._functions[-1] if self._functions else None)
         info: dict[str, Any]
-        if name is None or not name.isidentifier():
-            info = {"submitted_function": name, "note": "no function to test", "all_pass": False}
+        if name is None or not name.isidentifier() or keyword.iskeyword(name):
+            note = "no function to test" if name is None else \
+                f"{name[:100]!r} is not a function name"
+            info = {"submitted_function": name, "note": note, "all_pass": False}
             return Evaluation(0.0, False, info)
-        reward = self.reward(name)
+        try:
+            reward = self.reward(name)
+        except _Undefined as exc:
+            info = {"submitted_function": name, "note": str(exc), "tests_correct": 0,
+                    "tests_total": len(self.task.tests), "all_pass": False,
+                    "reward_parts": {"tests": 0.0}}
+            return Evaluation(0.0, False, info)
         info = {"submitted_function": name, "tests_correct": reward.correct,
                 "tests_total": reward.total, "all_pass": reward.all_pass,
                 "reward_parts": {"tests": reward.reward}}
@@ -221,18 +231,21 @@ class PythonEnv(IntercodeEnv):
         """Run the tests on ``name`` (bound to the gold's entry point) and on the gold.
 
         The agent's interpreter only evaluates the tests' sub-expressions that need its
-        namespace (``python_split``); each test is decided in the gold's sandbox.
+        namespace (``python_split``); each test is decided in the gold's sandbox. A name
+        the agent's interpreter does not define is never scored (:class:`_Undefined`):
+        the tests would otherwise call whatever the entry point's name held.
         """
         task = self.task
         assert isinstance(task, PythonTask)
         splits = self._split_tests()
         steps = [f"{task.entry_point} = {name}", task.test_setup_code]
-        replies = self._probe(steps, splits)
+        replies = self._probe(steps, [SplitTest("", (name,)), *splits])
         if replies is None:
             why = "Error: the interpreter did not report the test results"
             pred: list[Outcome] = [{"error": why} for _ in splits]
         else:
-            pred = self._judge(splits, replies)
+            _check_defined(name, replies[0][0])
+            pred = self._judge(splits, replies[1:])
         return python_reward(pred, self.gold_outcomes())
 
     def _split_tests(self) -> list[SplitTest]:
@@ -418,6 +431,22 @@ class PythonEnv(IntercodeEnv):
             box.close()
         self._boxes = {}
         super().close()
+
+
+class _Undefined(Exception):
+    """The submitted name is not defined in the agent's interpreter (the message says so)."""
+
+
+def _check_defined(name: str, reply: Any) -> None:
+    """Raise :class:`_Undefined` unless evaluating ``name`` in the agent's interpreter
+    gave a value (its probe ``reply``; a claim, but one that only costs the agent)."""
+    if isinstance(reply, dict) and "raise" not in reply and "v" in reply:
+        return
+    raised = reply.get("raise") if isinstance(reply, dict) else None
+    why = f" ({str(raised[0])[:100]}: {str(raised[1])[:200]})" if isinstance(raised, list) \
+        and len(raised) == 2 else ""
+    raise _Undefined(f"the function {name!r} is not defined in the interpreter{why}; "
+                     "nothing was scored")
 
 
 def _outcomes(value: Any, count: int, what: str, result: ExecResult) -> list[Outcome]:
