@@ -36,7 +36,15 @@ from intercode.errors import ConfigError, IntercodeError
 
 __all__ = ["build_parser", "main"]
 
-DESCRIPTION = "The ``intercode`` command line (the only place that configures logging)."
+# what `intercode --help` opens with: for users (the module docstrings are for developers)
+DESCRIPTION = (
+    "intercode runs interactive coding tasks for language-model agents: Bash, SQL (SQLite "
+    "or MariaDB), Python (MBPP) and capture-the-flag, each in a sandbox and scored "
+    "against the task's reference solution. `eval` runs an agent on a dataset, `play` lets "
+    "you be the agent, `validate` checks that the gold solutions score 1.0, `report`, "
+    "`compare` and `show` read runs, `serve` hands the environments to agents and "
+    "trainers (MCP, OpenEnv), and `doctor` checks that this machine can run the "
+    "sandboxes. Without a command, `eval` runs.")
 
 # the sub-commands, in the order `intercode --help` lists them: (name, add its parser, run it)
 AddParser = Callable[[Any], None]  # given the sub-parsers action
