@@ -167,6 +167,15 @@ def test_python_submits_a_function_name_and_needs_one():
     assert record.turns[-1].action == f"submit {name}" and record.reward == 1.0
 
 
+def test_python_scores_the_function_the_submit_tool_names():
+    """The gold's function is defined, but the submit tool names one that is not: 0."""
+    task = load_dataset("mbpp-prompt")[0]
+    replies = [Reply(tool_calls=(call("execute", {"code": task.gold}, "a"),
+                                 call("submit", {"answer": "nonexistent"}, "b")))]
+    record, _ = episode("python", "mbpp-prompt", 0, replies)
+    assert record.turns[-1].action == "submit nonexistent" and record.reward == 0.0
+
+
 def test_ctf_hands_in_the_flag_and_a_wrong_one_goes_on():
     gold = load_dataset("intercode-ctf")[4].gold
     replies = [Reply(tool_calls=(call("submit", {"answer": "picoCTF{guess}"}, "w"),)),
