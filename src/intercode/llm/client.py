@@ -192,7 +192,8 @@ class ChatClient:
         started = time.perf_counter()
         last: Exception | None = None
         attempt = sent = 0
-        unreachable: list[float] = []  # when each attempt found no server (before any answer)
+        # the call's start, then when each attempt found no server (before any answer)
+        unreachable = [self._clock()]
         while attempt <= cfg.retries:
             if attempt and sent:
                 self._sleep(self._delay(attempt, last))
@@ -240,13 +241,13 @@ class ChatClient:
         unreachable.append(self._clock())
         waited = unreachable[-1] - unreachable[0]
         left = cfg.connect_wait - waited
+        tries = len(unreachable) - 1
         if left <= 0:
-            tries = len(unreachable)
             raise FatalRunError(
                 f"cannot reach the model server at {cfg.endpoint()} ({tries} attempt"
                 f"{'s' if tries > 1 else ''} over {waited:.0f} s, --llm-connect-wait "
                 f"{cfg.connect_wait:g}): {_detail(error)}") from error
-        self._sleep(min(left, self._delay(len(unreachable), error)))
+        self._sleep(min(left, self._delay(tries, error)))
 
     def _call(self, request: dict[str, Any]) -> Reply:
         try:
