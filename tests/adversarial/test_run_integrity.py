@@ -389,6 +389,11 @@ BAD_ARGS = [
     ["--agent", "react", "--model", "m", "--temperature", "-1"],
     ["--agent", "react", "--model", "m", "--top-p", "0"],
     ["--agent", "react", "--model", "m", "--max-tokens", "0"],
+    ["--agent", "react", "--model", "m", "--llm-connect-wait", "-1"],
+    ["--agent", "react", "--model", "m", "--llm-connect-wait", "nan"],
+    ["--agent", "react", "--model", "m", "--llm-connect-wait", "inf"],
+    ["--agent", "react", "--model", "m", "--llm-connect-wait", "1e9"],
+    ["--llm-connect-wait", "5"],
 ]
 
 

@@ -172,3 +172,47 @@ def test_a_person_plays_an_eval_run_at_the_terminal(tmp_path, env):
     assert "task 0 of" in done.stdout and "[turn 1 · score" in done.stdout
     record = records(tmp_path / "run")[0]
     assert record["agent"] == "human" and record["success"] is True
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_endpoint_nothing_listens_on_stops_the_run_in_one_line(tmp_path):
+    """No episode is recorded as an error: every one would fail the same way."""
+    out = tmp_path / "run"
+    base = f"http://127.0.0.1:{free_port()}/v1"
+    args = ["eval", "bash", "--dataset", "bash-demo", "--agent", "try-again", "--model", "m",
+            "--base-url", base, "--workers", "2", "--output", str(out), "--no-progress",
+            "--llm-connect-wait", "0", "--llm-retries", "3"]
+    done = subprocess.run(cli(*args), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"cannot reach the model server at {base} (1 attempt over 0 s" in lines[0]
+    assert "refused" in lines[0]
+    assert not (out / "results.jsonl").exists() or records(out) == []
+
+
+def test_an_endpoint_that_dies_mid_run_errs_the_episodes_left_and_the_run_goes_on(tmp_path):
+    """A server that answered may come back: its refused connections are retried and
+    the episodes they fail are errors (run again by --resume), not the end of the run."""
+    out = tmp_path / "run"
+    with ScriptedChatServer(slow_gold(0.2)) as server:
+        args = eval_args(server, out, "--workers", "1", "--llm-retries", "1",
+                         "--llm-connect-wait", "0")
+        proc = subprocess.Popen(cli(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        wait_for_records(out, 2, proc)
+    _, stderr = proc.communicate(timeout=300)
+    assert "cannot reach" not in stderr and "Traceback" not in stderr, stderr
+    got = records(out)
+    assert sorted(r["task"] for r in got) == list(range(len(load_dataset("bash-demo"))))
+    assert [r["status"] for r in got[:2]] == ["ok", "ok"]
+    failed = [r for r in got if r["status"] == "error"]
+    assert len(failed) >= len(got) - 3  # all but the episode in flight when it died, maybe
+    assert all("failed 2 times" in r["error"] and "refused" in r["error"] for r in failed)

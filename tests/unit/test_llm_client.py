@@ -280,16 +280,102 @@ def test_a_value_out_of_range_is_not_taken_for_an_unsupported_parameter():
         assert len(server.requests) == 1 and not c.refused
 
 
-def test_an_unreachable_server_is_a_model_error_that_says_why():
-    """The SDK says only "Connection error."; the error names its cause."""
+def free_port() -> int:
+    """A port nothing listens on."""
     import socket
 
-    with socket.socket() as sock:  # a port nothing listens on
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    client = ChatClient(ModelConfig("m", base_url=f"http://127.0.0.1:{port}/v1", retries=0))
-    with pytest.raises(ModelError, match=r"Connection error\. \(ConnectError: .*refused"):
+        return sock.getsockname()[1]
+
+
+class FakeClock:
+    """Time that passes only in the client's backoff sleeps (recorded)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_unreachable_server_stops_the_run_and_says_why():
+    """The SDK says only "Connection error."; the error names its cause."""
+    client = ChatClient(ModelConfig("m", base_url=f"http://127.0.0.1:{free_port()}/v1",
+                                    retries=0, connect_wait=0))
+    with pytest.raises(FatalRunError, match=r"cannot reach the model server at "
+                       r"http://127\.0\.0\.1:\d+/v1 \(1 attempt over 0 s, --llm-connect-wait "
+                       r"0\): APIConnectionError: Connection error\. \(ConnectError: .*refused"):
         client.complete([{"role": "user", "content": "hi"}])
+
+
+def test_an_endpoint_that_never_answered_is_tried_for_the_connect_wait_then_stops_the_run():
+    """Not bounded by the retries (a server still loading may take minutes), but by the
+    wait: the usual backoff, the last sleep cut to what is left of it."""
+    clock = FakeClock()
+    cfg = ModelConfig("m", base_url=f"http://127.0.0.1:{free_port()}/v1", retries=1,
+                      backoff=1.0, backoff_max=4.0, connect_wait=20.0)
+    client = ChatClient(cfg, sleep=clock.sleep, clock=clock)
+    with pytest.raises(FatalRunError, match=r"cannot reach .* over 20 s, --llm-connect-wait 20\)"
+                       r".*refused") as caught:
+        client.complete(HELLO)
+    assert sum(clock.sleeps) == pytest.approx(20.0)
+    assert len(clock.sleeps) > cfg.retries + 1 and max(clock.sleeps) <= 4.0
+    tries = len(clock.sleeps) + 1
+    assert f"({tries} attempts over" in str(caught.value)
+    assert not client.reached
+
+
+def test_an_endpoint_that_answered_and_then_died_errs_the_call_only():
+    """A server can restart: after its first answer, a refused connection is retried
+    like any failure and ends as a model error (the episode's), not the run."""
+    clock = FakeClock()
+    with ScriptedChatServer(sequence(["first"])) as server:
+        cfg = ModelConfig("scripted-model", base_url=server.url, timeout=5, retries=2,
+                          connect_wait=0)
+        client = ChatClient(cfg, sleep=clock.sleep, clock=clock)
+        assert client.complete(HELLO).text == "first" and client.reached
+    with pytest.raises(ModelError, match=r"failed 3 times.*ConnectError.*refused"):
+        client.complete(HELLO)
+    assert len(clock.sleeps) == 2
+
+
+def test_an_error_status_counts_as_an_answer():
+    """A 500 means a server is there: a later refused connection is retried, not fatal."""
+    clock = FakeClock()
+    with ScriptedChatServer(sequence([Reply(status=500)])) as server:
+        client = client_on(server, clock, retries=0, connect_wait=0)
+        with pytest.raises(ModelError, match="InternalServerError 500"):
+            client.complete(HELLO)
+    assert client.reached
+    with pytest.raises(ModelError, match=r"failed 1 times.*refused"):
+        client.complete(HELLO)
+
+
+def test_a_connection_cut_before_any_answer_is_an_ordinary_retry():
+    """A server that takes the connection and drops it is there: the retries apply."""
+    clock = FakeClock()
+    with ScriptedChatServer(sequence([Reply(drop=True)])) as server:
+        client = client_on(server, clock, retries=2, connect_wait=1000)
+        with pytest.raises(ModelError, match="failed 3 times"):
+            client.complete(HELLO)
+        assert len(server.requests) == 3 and len(clock.sleeps) == 2
+
+
+def client_on(server, clock, **kw):
+    cfg = ModelConfig("scripted-model", base_url=server.url, **{"timeout": 5, **kw})
+    return ChatClient(cfg, sleep=clock.sleep, clock=clock)
+
+
+@pytest.mark.parametrize("wait", [-1.0, float("nan"), float("inf"), 1e9])
+def test_a_bad_connect_wait_is_one_line(wait):
+    with pytest.raises(ConfigError, match=r"^the connect wait must be from 0 to 86400 seconds"):
+        ModelConfig("m", connect_wait=wait)
 
 
 def fake_openai(transport: str):

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from intercode.agents.names import STRATEGIES
-from intercode.cli.argtypes import integer, number, seconds
+from intercode.cli.argtypes import DAY, integer, number, seconds
 from intercode.errors import ConfigError
 from intercode.llm.client import REASONING_EFFORTS, parse_extra_body
 
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 __all__ = ["add_model_options", "model_config", "refuse_inapplicable", "strategy_options"]
 
 MODEL_DEFAULTS = {"api_key_env": "OPENAI_API_KEY", "temperature": 0.0, "max_tokens": 512,
-                  "llm_timeout": 60.0, "llm_retries": 6, "refine_turns": 3}
+                  "llm_timeout": 60.0, "llm_retries": 6, "llm_connect_wait": 120.0,
+                  "refine_turns": 3}
 MODEL_OPTIONS = ("model", "base_url", "top_p", "observation_chars", "observation_rows",
                  "dialogue_limit", "reasoning_effort", "stream", "extra_body", "show_reward")
 
@@ -38,6 +39,10 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--llm-timeout", type=seconds(), default=None, help="seconds per call (60)")
     g.add_argument("--llm-retries", type=integer(0, 100), default=None,
                    help="retries of a failed call, with exponential backoff (6)")
+    g.add_argument("--llm-connect-wait", type=number(0, DAY), default=None, metavar="SECONDS",
+                   help="how long to keep trying an endpoint that has not answered yet "
+                        "(nothing listening, a server still loading) before the run "
+                        "stops (120; 0: stop at the first refused connection)")
     g.add_argument("--observation-chars", type=integer(1), default=None,
                    help="cut observations shown to the model (upstream: 1000; ReAct 350)")
     g.add_argument("--observation-rows", type=integer(1), default=None,
@@ -76,6 +81,7 @@ def model_config(args: argparse.Namespace) -> ModelConfig | None:
                        temperature=_opt(args, "temperature"),
                        max_tokens=_opt(args, "max_tokens"), top_p=args.top_p,
                        timeout=_opt(args, "llm_timeout"), retries=_opt(args, "llm_retries"),
+                       connect_wait=_opt(args, "llm_connect_wait"),
                        reasoning_effort=args.reasoning_effort, stream=bool(args.stream),
                        extra_body=(parse_extra_body(args.extra_body)
                                    if args.extra_body is not None else {}))

@@ -7,6 +7,13 @@ malformed answers) are retried with exponential backoff and jitter, honouring
 (:class:`~intercode.errors.FatalRunError`) instead of scoring zeros; anything else that
 survives the retries is a :class:`~intercode.errors.ModelError` (the episode is an error).
 
+An endpoint that cannot be reached before it has ever answered this client (a wrong
+port, a server still loading) is tried again with the same backoff for up to
+``connect_wait`` seconds, however many attempts that takes, and then stops the run
+(:class:`~intercode.errors.FatalRunError`): every episode would fail the same way. Once
+it has answered (any HTTP response), a connection failure is retried like any transient
+failure and, past the retries, errs the episode only (a server can restart).
+
 Reasoning models refuse parameters other models take: OpenAI's o-series and GPT-5 want
 ``max_completion_tokens`` instead of ``max_tokens`` and no ``temperature`` (nor ``top_p``,
 ``stop``) but the default. For model names of those families the client sends the
@@ -51,6 +58,7 @@ REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 REASONING_FAMILY = re.compile(r"(^|/)(o[1-9]|gpt-5)([-.:_]|$)", re.IGNORECASE)
 # fields of the request the client owns; --extra-body may not replace them
 RESERVED_BODY = frozenset({"model", "messages", "stream", "tools", "n"})
+CONNECT_WAIT_MAX = 86400.0  # a day
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,7 @@ class ModelConfig:
     retries: int = 6
     backoff: float = 1.0
     backoff_max: float = 60.0
+    connect_wait: float = 120.0
     reasoning_effort: str | None = None
     stream: bool = False
     extra_body: Mapping[str, Any] = field(default_factory=dict)
@@ -82,6 +91,9 @@ class ModelConfig:
         if self.timeout <= 0 or self.retries < 0 or self.backoff < 0 or self.max_tokens < 1:
             raise ConfigError("model timeout and max_tokens must be positive, retries and "
                               "backoff not negative")
+        if not 0 <= self.connect_wait <= CONNECT_WAIT_MAX:  # NaN too
+            raise ConfigError(f"the connect wait must be from 0 to {CONNECT_WAIT_MAX:g} "
+                              f"seconds, not {self.connect_wait!r}")
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
             raise ConfigError(f"reasoning effort must be one of {', '.join(REASONING_EFFORTS)}, "
                               f"not {self.reasoning_effort!r}")
@@ -144,11 +156,15 @@ class ChatClient:
     """Calls ``chat.completions.create`` with our retry policy (the SDK's own is off)."""
 
     def __init__(self, config: ModelConfig,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         import openai
 
         self.config = config
         self._sleep = sleep
+        self._clock = clock
+        # whether the endpoint has ever answered (any HTTP response) this client
+        self.reached = False
         key = os.environ.get(config.api_key_env)
         custom = config.base_url or os.environ.get("OPENAI_BASE_URL")
         if not key and not custom:
@@ -176,6 +192,8 @@ class ChatClient:
         started = time.perf_counter()
         last: Exception | None = None
         attempt = sent = 0
+        # the call's start, then when each attempt found no server (before any answer)
+        unreachable = [self._clock()]
         while attempt <= cfg.retries:
             if attempt and sent:
                 self._sleep(self._delay(attempt, last))
@@ -201,6 +219,13 @@ class ChatClient:
                     continue
                 raise ModelRejected(f"the model server rejected the request: "
                                     f"{_detail(exc)}") from exc
+            except self._openai.APIConnectionError as exc:
+                if self.reached or not _no_server(exc):
+                    last = exc  # a server that answered before may be restarting: retry
+                else:
+                    self._wait_for_server(exc, unreachable)
+                    sent = 0  # waited already; does not spend the retries
+                    continue
             except self._retried as exc:
                 last = exc  # 429, 5xx, time-outs, broken answers or streams: try again
             except self._openai.OpenAIError as exc:
@@ -209,10 +234,31 @@ class ChatClient:
         raise ModelError(f"the model call failed {cfg.retries + 1} times; last error: "
                          f"{_detail(last)}")
 
+    def _wait_for_server(self, error: Exception, unreachable: list[float]) -> None:
+        """After an attempt that found no server at all, before it ever answered: sleep
+        (the usual backoff, within what is left of ``connect_wait``), or stop the run."""
+        cfg = self.config
+        unreachable.append(self._clock())
+        waited = unreachable[-1] - unreachable[0]
+        left = cfg.connect_wait - waited
+        tries = len(unreachable) - 1
+        if left <= 0:
+            raise FatalRunError(
+                f"cannot reach the model server at {cfg.endpoint()} ({tries} attempt"
+                f"{'s' if tries > 1 else ''} over {waited:.0f} s, --llm-connect-wait "
+                f"{cfg.connect_wait:g}): {_detail(error)}") from error
+        self._sleep(min(left, self._delay(tries, error)))
+
     def _call(self, request: dict[str, Any]) -> Reply:
+        try:
+            response = self._client.chat.completions.create(**request)
+        except self._openai.APIStatusError:
+            self.reached = True  # it answered, if only with an error status
+            raise
+        self.reached = True
         if not self.config.stream:
-            return from_response(self._client.chat.completions.create(**request))
-        stream = self._client.chat.completions.create(**request)
+            return from_response(response)
+        stream = response
         try:
             return from_stream(stream)
         finally:
@@ -323,6 +369,16 @@ def _refused_parameter(error: Exception, request: dict[str, Any]) -> str | None:
     # "use 'max_completion_tokens' instead" names both: the one to leave out comes first
     named.sort(key=lambda name: text.find(name))
     return named[0] if named else None
+
+
+def _no_server(error: Exception) -> bool:
+    """Whether a connection error is that no connection could be made at all (refused,
+    unknown host, no route, no handshake within the time-out), as opposed to one cut or
+    timed out once made. The SDK wraps the HTTP library's (httpx's or httpx2's)
+    ``ConnectError`` or ``ConnectTimeout``."""
+    cause = error.__cause__
+    return cause is not None and any(cls.__name__ in ("ConnectError", "ConnectTimeout")
+                                     for cls in type(cause).__mro__)
 
 
 def _retry_after(error: Exception | None) -> float | None:

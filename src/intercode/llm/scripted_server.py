@@ -136,6 +136,7 @@ class ScriptedChatServer:
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()  # connections kept alive
         self._hosts = HostPolicy("127.0.0.1")
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -153,9 +154,17 @@ class ScriptedChatServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving."""
+        """Stop serving, and cut the connections kept alive (as a server that goes down
+        does: a client's next call finds nothing listening)."""
         self._httpd.shutdown()
         self._httpd.server_close()
+        with self._lock:
+            open_now, self._open = list(self._open), set()
+        for conn in open_now:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def __enter__(self) -> ScriptedChatServer:
         return self.start()
@@ -174,6 +183,13 @@ class ScriptedChatServer:
                 # headers and body go out in two writes: without this, Nagle's algorithm
                 # and delayed ACKs add 40 ms to every answer
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with server._lock:
+                    server._open.add(self.connection)
+
+            def finish(self) -> None:
+                with server._lock:
+                    server._open.discard(self.connection)
+                super().finish()
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
