@@ -6,7 +6,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-__all__ = ["Parser", "integer", "number", "sandbox_backend", "seconds"]
+__all__ = ["DAY", "Parser", "integer", "number", "sandbox_backend", "seconds"]
 
 DAY = 86400.0
 
