@@ -210,13 +210,16 @@ class PythonEnv(IntercodeEnv):
         assert isinstance(self.task, PythonTask)
         name = name or (self._functions[-1] if self._functions else None)
         info: dict[str, Any]
-        if name is None or not name.isidentifier() or keyword.iskeyword(name):
+        # upstream-quirks mode scores as upstream did: a name that does not bind leaves the
+        # entry point as the agent's interpreter had it
+        strict = not self.upstream_quirks
+        if name is None or not name.isidentifier() or (strict and keyword.iskeyword(name)):
             note = "no function to test" if name is None else \
                 f"{name[:100]!r} is not a function name"
             info = {"submitted_function": name, "note": note, "all_pass": False}
             return Evaluation(0.0, False, info)
         try:
-            reward = self.reward(name)
+            reward = self.reward(name, check=strict)
         except _Undefined as exc:
             info = {"submitted_function": name, "note": str(exc), "tests_correct": 0,
                     "tests_total": len(self.task.tests), "all_pass": False,
@@ -227,13 +230,14 @@ class PythonEnv(IntercodeEnv):
                 "reward_parts": {"tests": reward.reward}}
         return Evaluation(reward.reward, reward.success, info)
 
-    def reward(self, name: str) -> PythonReward:
+    def reward(self, name: str, check: bool = True) -> PythonReward:
         """Run the tests on ``name`` (bound to the gold's entry point) and on the gold.
 
         The agent's interpreter only evaluates the tests' sub-expressions that need its
         namespace (``python_split``); each test is decided in the gold's sandbox. A name
         the agent's interpreter does not define is never scored (:class:`_Undefined`):
-        the tests would otherwise call whatever the entry point's name held.
+        the tests would otherwise call whatever the entry point's name held (``check``
+        false: upstream's way, for ``--upstream-quirks``).
         """
         task = self.task
         assert isinstance(task, PythonTask)
@@ -244,7 +248,8 @@ class PythonEnv(IntercodeEnv):
             why = "Error: the interpreter did not report the test results"
             pred: list[Outcome] = [{"error": why} for _ in splits]
         else:
-            _check_defined(name, replies[0][0])
+            if check:
+                _check_defined(name, replies[0][0])
             pred = self._judge(splits, replies[1:])
         return python_reward(pred, self.gold_outcomes())
 
