@@ -97,6 +97,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(["eval", *(argv or [])])
     try:
         if command in ENV_COMMANDS:
+            if command == "serve":  # ENV or --env ENV
+                options.chosen_env(args)
             _choose_rootfs(args.rootfs)
             options.refuse_inapplicable(args)
             agent_options.refuse_inapplicable(args)

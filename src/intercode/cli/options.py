@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from intercode.envs.settings import EnvSettings
     from intercode.sandbox.limits import Limits
 
-__all__ = ["MAX_WORKERS", "add_env_options", "dataset", "limits", "refuse_inapplicable", "settings"]
+__all__ = ["MAX_WORKERS", "add_env_options", "chosen_env", "dataset", "limits",
+           "refuse_inapplicable", "settings"]
 
 MAX_WORKERS = 1024
 
@@ -67,12 +68,26 @@ class EnvNames(Sequence[str]):
         return value in names()
 
 
+def chosen_env(args: argparse.Namespace) -> str:
+    """The environment of a command that takes ``ENV`` or ``--env ENV`` (one of them, or
+    both naming the same); it is also left in ``args.env``."""
+    given = {e for e in (args.env, getattr(args, "env_option", None)) if e is not None}
+    if not given:
+        raise ConfigError("name the environment: an ENV argument or --env ENV (e.g. bash)")
+    if len(given) > 1:
+        raise ConfigError(f"two environments: {args.env} and --env {args.env_option}")
+    args.env = given.pop()
+    return str(args.env)
+
+
 def add_env_options(p: argparse.ArgumentParser, env_option: bool = False) -> None:
     """The environment (an argument, or ``--env`` when ``env_option``) and its options."""
     envs = EnvNames()
     what = "environment: %(choices)s (the built-in ones and every installed plugin)"
-    if env_option:  # `serve`: --env ENV
-        p.add_argument("--env", required=True, choices=envs, metavar="ENV", help=what)
+    if env_option:  # `serve`: ENV or --env ENV (resolved by :func:`chosen_env`)
+        p.add_argument("env", nargs="?", default=None, choices=envs, metavar="ENV", help=what)
+        p.add_argument("--env", dest="env_option", default=None, choices=envs, metavar="ENV",
+                       help="the same as the ENV argument")
     else:
         p.add_argument("env", nargs="?", default="bash", choices=envs, metavar="ENV",
                        help=what)

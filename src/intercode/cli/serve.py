@@ -85,7 +85,7 @@ def _token(args: argparse.Namespace) -> str | None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """``intercode serve PROTOCOL``."""
+    """``intercode serve PROTOCOL`` (its environment already chosen: ``chosen_env``)."""
     return SERVE_COMMANDS[args.protocol](args)
 
 
