@@ -536,14 +536,15 @@ def test_bad_serve_options_are_one_line(capsys, monkeypatch):
           "INTERCODE_TEST_UNSET_VAR"], "not set or empty"),
         (["serve", "openenv", "--env", "bash", "--port", "0", "--backend", "mysql"],
          "--backend applies only to the sql"),
+        (["serve", "openenv", "sql", "--env", "bash", "--port", "0"],
+         "two environments: sql and --env bash"),
     ]
     for argv, message in cases:
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, err
     for argv in (["serve"], ["serve", "openenv", "--env", "bash"],
-                 ["serve", "openenv", "--port", "70000"],
-                 ["serve", "openenv", "sql", "--env", "bash", "--port", "0"]):
+                 ["serve", "openenv", "--port", "70000"]):
         with pytest.raises(SystemExit) as exited:
             main(argv)
         assert exited.value.code == 2
