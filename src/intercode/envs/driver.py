@@ -110,7 +110,7 @@ class EpisodeDriver:
             self.result = self._of(self.best, self.best_turn)
         else:
             self.result = EpisodeResult(float(reward), bool(info.get("success")), info,
-                                 self.turns - 1, submitted=True)
+                                        self.turns - 1, submitted=True)
         return StepReport(observation, float(reward), True, submitted=True)
 
     def execute(self, action: str, stop_at_success: bool | None = None) -> StepReport:
@@ -128,7 +128,7 @@ class EpisodeDriver:
             self.done = True
         ran = ActionInfo.read(info)
         return StepReport(observation, None if score is None else score.reward, self.done,
-                    exit_code=ran.exit_code, timed_out=ran.timed_out)
+                          exit_code=ran.exit_code, timed_out=ran.timed_out)
 
     def finish(self) -> EpisodeResult:
         """The episode's result: the one a submission decided, else the best score (Try
