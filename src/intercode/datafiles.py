@@ -16,12 +16,20 @@ class DataFile:
 
     ``upstream`` is its path in the repository; ``mirror`` its path in the flat
     mirror layout of ``shared/datasets/intercode`` (both layouts are accepted).
+    A file is pinned by its ``sha256`` or, for a large file known only by the pinned
+    commit's tree, by its git ``blob`` id (``sha256`` empty, ``size`` 0: unknown).
     """
 
     upstream: str
     mirror: str
     sha256: str
     size: int
+    blob: str = ""
+
+    @property
+    def pin(self) -> str:
+        """What the content is checked against (``sha256:...`` or ``blob:...``)."""
+        return f"sha256:{self.sha256}" if self.sha256 else f"blob:{self.blob}"
 
 
 def _f(upstream: str, mirror: str, sha256: str, size: int) -> DataFile:

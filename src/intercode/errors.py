@@ -7,10 +7,10 @@ These exceptions mean the infrastructure failed; the runner records them as
 
 from __future__ import annotations
 
-__all__ = ["AgentFault", "ConfigError", "DatasetError", "EnvStateError", "FatalRunError",
-           "GoldError", "IntercodeError", "ModelError", "ModelRejected", "ObservationSpaceError",
-           "RewardError", "RunAborted", "SandboxError", "SandboxSpentError",
-           "SandboxUnavailableError", "SnapshotError", "SnapshotUnsupported", "TaskUnavailable"]
+__all__ = ["AgentFault", "ConfigError", "DataUnavailable", "DatasetError", "EnvStateError",
+           "FatalRunError", "GoldError", "IntercodeError", "ModelError", "ModelRejected",
+           "ObservationSpaceError", "RewardError", "RunAborted", "SandboxError",
+           "SandboxSpentError", "SandboxUnavailableError", "SnapshotError", "SnapshotUnsupported", "TaskUnavailable"]
 
 
 class IntercodeError(Exception):
@@ -36,6 +36,11 @@ class SandboxUnavailableError(SandboxError):
 
 class DatasetError(IntercodeError, RuntimeError):
     """Data is missing, corrupt or malformed."""
+
+
+class DataUnavailable(DatasetError):
+    """A pinned data file is neither in the mirror nor in the cache, and cannot be
+    downloaded from here (never raised for a file that is there but corrupt)."""
 
 
 class RewardError(IntercodeError, RuntimeError):

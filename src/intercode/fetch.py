@@ -4,7 +4,7 @@
 like ``shared/datasets/intercode``); when it is set, only the mirror is used.
 Otherwise files are downloaded once from the upstream repository at the pinned
 revision into ``INTERCODE_CACHE`` (default ``$XDG_CACHE_HOME/intercode``). Every
-file is checked against its sha256.
+file is checked against its sha256, or its git blob id where that is what pins it.
 """
 
 from __future__ import annotations
@@ -19,15 +19,16 @@ import urllib.request
 from pathlib import Path
 
 from intercode.datafiles import FILES, REPOSITORY, REVISION, DataFile
-from intercode.errors import DatasetError
+from intercode.errors import DatasetError, DataUnavailable
 from intercode.fsutil import cache_dir, write_atomic
 
-__all__ = ["data_file", "fetch_file"]
+__all__ = ["blob_id", "data_file", "fetch_file"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{REVISION}/"
 _verified: dict[tuple[str, int, int], str] = {}
+MAX_UNSIZED = 1 << 30  # bytes read of a file pinned without its size
 
 
 def data_file(key: str) -> Path:
@@ -42,11 +43,18 @@ def data_file(key: str) -> Path:
 def fetch_file(spec: DataFile) -> Path:
     """Local path of a verified file of the upstream repository."""
     mirror = os.environ.get("INTERCODE_DATA_MIRROR")
-    if mirror:
-        return _from_mirror(Path(mirror), spec)
     target = cache_dir() / "data" / REVISION[:12] / spec.upstream
+    if mirror:
+        try:
+            return _from_mirror(Path(mirror), spec)
+        except DataUnavailable:
+            # a file pinned by its blob id alone is one a mirror may leave out for its size
+            # (see shared/datasets/intercode/README.md): the cache may have it
+            if spec.sha256 or not target.is_file() or _pinned(target, spec) != spec.pin:
+                raise
+            return target
     if target.is_file():
-        if _digest(target) == spec.sha256:
+        if _pinned(target, spec) == spec.pin:
             return target
         log.warning("cached %s is corrupt; downloading it again", target)
         target.unlink()
@@ -58,30 +66,39 @@ def _from_mirror(mirror: Path, spec: DataFile) -> Path:
     candidates = [mirror / spec.upstream, mirror / spec.mirror]
     for path in candidates:
         if path.is_file():
-            actual = _digest(path)
-            if actual != spec.sha256:
+            actual = _pinned(path, spec)
+            if actual != spec.pin:
                 raise DatasetError(
                     f"{path} does not match the pinned revision {REVISION[:12]} of "
-                    f"{REPOSITORY} (sha256 {actual[:16]}..., expected {spec.sha256[:16]}...); "
+                    f"{REPOSITORY} ({actual[:23]}..., expected {spec.pin[:23]}...); "
                     "the mirror is corrupt or from another revision")
             return path
     looked = " or ".join(str(p) for p in candidates)
-    raise DatasetError(
+    raise DataUnavailable(
         f"{spec.upstream} is missing from INTERCODE_DATA_MIRROR={mirror} (looked for {looked}); "
         "point INTERCODE_DATA_MIRROR at a copy of the upstream repository, or unset it to "
         "download the data")
 
 
-def _digest(path: Path) -> str:
+def _pinned(path: Path, spec: DataFile) -> str:
+    """``sha256:<hex>`` of the file, or ``blob:<hex>`` (its git blob id) when the spec
+    is pinned by one; computed once per file version."""
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _verified:
-        h = hashlib.sha256()
+    kind = "sha256" if spec.sha256 else "blob"
+    cached = _verified.get(key)
+    if cached is None or not cached.startswith(kind + ":"):
+        h = hashlib.sha256() if spec.sha256 else hashlib.sha1(f"blob {st.st_size}\0".encode())
         with path.open("rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
-        _verified[key] = h.hexdigest()
-    return _verified[key]
+        cached = _verified[key] = f"{kind}:{h.hexdigest()}"
+    return cached
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob id of ``data`` (sha1 of ``"blob <size>\\0" + data``)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _download(spec: DataFile, target: Path, attempts: int = 3) -> None:
@@ -95,7 +112,7 @@ def _download(spec: DataFile, target: Path, attempts: int = 3) -> None:
     for attempt in range(attempts):
         try:
             with urllib.request.urlopen(request, timeout=60) as resp:
-                data = resp.read(spec.size + 1)
+                data = resp.read(spec.size + 1 if spec.size else MAX_UNSIZED)
             break
         except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError) as exc:
             if isinstance(exc, urllib.error.HTTPError):
@@ -103,11 +120,12 @@ def _download(spec: DataFile, target: Path, attempts: int = 3) -> None:
             error = exc
             time.sleep(0.5 * (attempt + 1))
     else:
-        raise DatasetError(
+        raise DataUnavailable(
             f"could not download {url}: {error}; set INTERCODE_DATA_MIRROR to a local copy of "
             f"{REPOSITORY} if this machine has no internet access") from error
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != spec.sha256:
-        raise DatasetError(f"{url} does not have the pinned content (sha256 {actual[:16]}..., "
-                           f"expected {spec.sha256[:16]}...)")
+    actual = (f"sha256:{hashlib.sha256(data).hexdigest()}" if spec.sha256
+              else f"blob:{blob_id(data)}")
+    if actual != spec.pin:
+        raise DatasetError(f"{url} does not have the pinned content ({actual[:23]}..., "
+                           f"expected {spec.pin[:23]}...)")
     write_atomic(target, data)

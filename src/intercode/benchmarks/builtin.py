@@ -1,9 +1,9 @@
-"""The four benchmarks intercode ships, registered like any plugin."""
+"""The five benchmarks intercode ships, registered like any plugin."""
 
 from __future__ import annotations
 
-from intercode.benchmarks import bash, ctf, python, sql
+from intercode.benchmarks import bash, ctf, python, sql, swe
 
 __all__ = ["BENCHMARKS"]
 
-BENCHMARKS = (bash.BENCHMARK, sql.BENCHMARK, python.BENCHMARK, ctf.BENCHMARK)
+BENCHMARKS = (bash.BENCHMARK, sql.BENCHMARK, python.BENCHMARK, ctf.BENCHMARK, swe.BENCHMARK)

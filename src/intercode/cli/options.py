@@ -51,7 +51,8 @@ def settings(args: argparse.Namespace) -> EnvSettings:
                        sql_max_rows=args.sql_max_rows,
                        sql_max_result_rows=args.sql_max_result_rows,
                        sql_metric=args.sql_metric, test_timeout=args.test_timeout,
-                       gold_cache=not args.no_gold_cache, sandbox=args.sandbox)
+                       gold_cache=not args.no_gold_cache, sandbox=args.sandbox,
+                       repo_mirror=args.repo_mirror)
 
 
 class EnvNames(Sequence[str]):
@@ -109,7 +110,11 @@ def add_env_options(p: argparse.ArgumentParser, env_option: bool = False) -> Non
                         "official evaluator with --keep_distinct, default) or "
                         "exec_match_nodistinct (its default: DISTINCT deleted)")
     p.add_argument("--test-timeout", type=seconds(), default=None,
-                   help="python: seconds per test statement when scoring (5)")
+                   help="python: seconds per test statement when scoring (5); swe: seconds the "
+                        "test command may run when scoring (900)")
+    p.add_argument("--repo-mirror", default=None, metavar="DIR",
+                   help="swe: a folder of local git clones (owner__name[.git]) to build "
+                        "/testbed from, instead of cloning from GitHub (offline use)")
     p.add_argument("--network", action="store_true",
                    help="ctf: give the sandbox an isolated network (bwrap: slirp4netns; docker: "
                         "the bridge network intercode-isolated), so the tasks that need it run; "
@@ -145,7 +150,8 @@ def refuse_inapplicable(args: argparse.Namespace) -> None:
                                  args.sql_max_result_rows is not None),
                                 ("--sql-metric", "sql_metric", args.sql_metric is not None),
                                 ("--test-timeout", "test_timeout", args.test_timeout is not None),
-                                ("--no-gold-cache", "gold_cache", args.no_gold_cache)):
+                                ("--no-gold-cache", "gold_cache", args.no_gold_cache),
+                                ("--repo-mirror", "repo_mirror", args.repo_mirror is not None)):
         if given and option not in options:
             takers = [b.name for b in benchmarks() if option in b.options]
             raise ConfigError(f"{flag} applies only to the {' and '.join(takers) or 'no'} "

@@ -20,7 +20,8 @@ class EnvSettings:
     the Spider metric reported as ``exec_match``), ``network``, ``test_timeout``
     (seconds per test statement of the Python benchmark), ``gold_cache`` (Bash: reuse the
     gold's stored results, see :mod:`intercode.envs.gold_cache`), ``sandbox`` (the
-    sandbox backend: ``bwrap`` or ``docker``, see ``intercode.sandbox``). ``None`` is the
+    sandbox backend: ``bwrap`` or ``docker``, see ``intercode.sandbox``), ``repo_mirror``
+    (SWE: a folder of local clones, see :mod:`intercode.swe.repos`). ``None`` is the
     environment's own default.
     """
 
@@ -35,3 +36,4 @@ class EnvSettings:
     sql_metric: str | None = None
     gold_cache: bool = True
     sandbox: str = "bwrap"
+    repo_mirror: str | None = None

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from intercode.errors import DatasetError
 
-__all__ = ["DIR", "FILE", "Entry", "FileTree"]
+__all__ = ["DIR", "FILE", "LINK", "Entry", "FileTree"]
 
 DIR, FILE, LINK = "d", "f", "l"
 

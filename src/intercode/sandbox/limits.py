@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from intercode.errors import ConfigError
 
-__all__ = ["Limits", "MiB"]
+__all__ = ["GiB", "Limits", "MiB"]
 
 MiB = 1 << 20
 GiB = 1 << 30

@@ -1,0 +1,281 @@
+"""The SWE environment (IC-SWE-bench): fix a repository's issue in a persistent shell.
+
+The agent's shell starts in ``/testbed``, the repository at the task's base commit (a
+``.git`` holding that commit alone), with the task's packages in ``/opt/venv`` when it
+needs any (:mod:`intercode.swe.build`). A reset restores the whole tree, venv included,
+by the same mechanism as the Bash environment: only what changed is rewritten.
+
+``submit`` hands in the working tree's diff against the base commit (``git add -A`` into
+a scratch index, ``git diff --cached --binary``: new and binary files included). It is
+scored in a second sandbox that the agent never reaches, from the pristine tree: the
+patch without its changes to protected paths (:mod:`intercode.swe.patches`), then the
+task's test patch, then the test command (:mod:`intercode.swe.specs`, with the official
+``swebench`` package); the log is parsed by the repository's official parser and graded
+(:mod:`intercode.swe.grading`). Reward 1.0 when the task is resolved, else 0.0, with
+the fractions of ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` tests passed in ``reward_info``.
+A patch that does not apply, a test patch that no longer applies, a test command that
+runs out of time: 0.0 with the reason, never an error of the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shlex
+import time
+from typing import Any
+
+from intercode.datasets import Dataset, Task
+from intercode.datasets.swe import SweTask
+from intercode.envs import arguments
+from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.bounds import NOTE_CHARS
+from intercode.envs.info import ActionInfo
+from intercode.envs.settings import EnvSettings
+from intercode.errors import ConfigError, DatasetError, SandboxError, TaskUnavailable
+from intercode.sandbox import create_sandbox, require_backend
+from intercode.sandbox.base import Sandbox
+from intercode.sandbox.filetree import FileTree
+from intercode.sandbox.layout import Layout
+from intercode.sandbox.limits import Limits, MiB
+from intercode.sandbox.rootfs import default_root
+from intercode.swe import build, grading, patches, specs
+from intercode.swe.repos import TESTBED
+
+__all__ = ["PACKAGES", "SweEnv"]
+
+# what the benchmark's root adds to the base one: venv for the instances' packages
+PACKAGES = ("python3-venv",)
+DEFAULT_TEST_TIMEOUT = 900.0
+DIFF_TIMEOUT = 120.0
+MAX_PATCH = 16 * MiB
+LOG_TAIL = 2000
+# The diff the agent hands in, made in its own sandbox (its git, its files: what it hands
+# in is its own business); a scratch index leaves the agent's index as it was.
+DIFF_SCRIPT = """cd /testbed || { echo "there is no /testbed"; exit 90; }
+scratch=$(mktemp) || exit 91
+cp .git/index "$scratch" 2>/dev/null
+export GIT_INDEX_FILE="$scratch"
+if ! out=$(git add -A 2>&1); then
+    echo "git add failed: $out" | tail -n 3; rm -f "$scratch"; exit 92
+fi
+git diff --cached --binary --no-color --no-renames --no-ext-diff --full-index {base} 2>/dev/null
+code=$?; rm -f "$scratch"; exit $code
+"""
+
+
+class SweEnv(IntercodeEnv):
+    """``gymnasium.make("intercode/swe-v0", dataset="swe-demo")``.
+
+    Args:
+        dataset: ``swe-demo``, ``ic-swe-bench``, a file of SWE-bench instances, or a
+            loaded :class:`~intercode.datasets.Dataset`.
+        limits: the agent's sandbox limits (per action).
+        backend: the sandbox backend (``bwrap`` or ``docker``).
+        repo_mirror: a folder of local clones (offline; see :mod:`intercode.swe.repos`).
+        test_timeout: seconds the test command may run when scoring (default 900).
+    """
+
+    env_name = "swe"
+
+    @classmethod
+    def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> SweEnv:
+        """Limits, backend, repository mirror and test time of the settings."""
+        return cls(dataset, limits=settings.limits, backend=settings.sandbox,
+                   repo_mirror=settings.repo_mirror, test_timeout=settings.test_timeout)
+
+    def __init__(self, dataset: str | Dataset = "swe-demo", *, limits: Limits | None = None,
+                 layout: Layout | None = None, backend: str = "bwrap",
+                 repo_mirror: str | None = None, test_timeout: float | None = None,
+                 render_mode: str | None = None) -> None:
+        super().__init__(dataset, render_mode=render_mode)
+        self.limits = arguments.optional("limits", limits, Limits) or Limits()
+        self._limit_observations(self.limits.output + NOTE_CHARS)
+        self.backend = require_backend(backend)
+        base = (arguments.optional("layout", layout, Layout)
+                or Layout(rootfs=default_root("base", PACKAGES)))
+        self.layout = dataclasses.replace(base, extra_env=base.extra_env + build.env_layout_vars(),
+                                          image_packages=tuple(base.image_packages) + PACKAGES)
+        if repo_mirror is not None and not isinstance(repo_mirror, str):
+            raise ConfigError("repo_mirror must be a folder path")
+        self.repo_mirror = repo_mirror
+        if test_timeout is not None and (isinstance(test_timeout, bool)
+                                         or not isinstance(test_timeout, (int, float))
+                                         or not 0 < test_timeout < 86_400):
+            raise ConfigError(f"test_timeout must be a number of seconds (0 < s < 86400), "
+                              f"not {test_timeout!r}")
+        self.test_timeout = float(test_timeout or DEFAULT_TEST_TIMEOUT)
+        self._box: Sandbox | None = None
+        self._scorer: Sandbox | None = None
+        self._trees: dict[str, FileTree] = {}
+        self._last: tuple[str, Evaluation] | None = None  # (patch digest, its score)
+
+    # -- sandboxes -------------------------------------------------------------------------
+
+    def _sandbox(self) -> Sandbox:
+        if self._box is None or not self._box.alive:
+            if self._box is not None:
+                self._box.close()
+            self._box = create_sandbox(self.backend, self.limits, self.layout)
+            self._box.start()
+        return self._box
+
+    def _scoring_sandbox(self) -> Sandbox:
+        if self._scorer is None or not self._scorer.alive:
+            if self._scorer is not None:
+                self._scorer.close()
+            limits = dataclasses.replace(self.limits, timeout=self.test_timeout,
+                                         output=max(self.limits.output, MAX_PATCH),
+                                         output_hard=max(self.limits.output_hard, 4 * MAX_PATCH))
+            self._scorer = create_sandbox(self.backend, limits, self.layout)
+            self._scorer.start()
+        return self._scorer
+
+    def warm_up(self) -> None:
+        """Start the agent's sandbox."""
+        self._sandbox()
+
+    def _tree(self, task: SweTask) -> FileTree:
+        tree = self._trees.get(task.task_id)
+        if tree is None:
+            try:
+                tree = build.build_env(task, self.backend, self.layout, self.repo_mirror).tree
+            except (DatasetError, ConfigError) as exc:
+                raise TaskUnavailable(f"task {task.task_id}: {exc}") from None
+            if len(self._trees) >= 4:
+                self._trees.pop(next(iter(self._trees)))
+            self._trees[task.task_id] = tree
+        return tree
+
+    # -- the episode -----------------------------------------------------------------------
+
+    def load_task(self, task: Task) -> None:
+        """The task's tree in the sandbox, a fresh shell in ``/testbed``."""
+        if not isinstance(task, SweTask):
+            raise ConfigError(f"task {task.index} of {task.dataset} is not a SWE task")
+        specs.swebench_version()  # the scoring needs the package: say so before the episode
+        box = self._sandbox()
+        box.load(self._tree(task))
+        result = box.run(f"cd /{TESTBED}")
+        if result.exit_code != 0:
+            raise SandboxError(f"cannot enter /{TESTBED}: {result.observation}")
+        self._last = None
+
+    def execute(self, action: str) -> tuple[str, dict[str, Any]]:
+        """Run a shell command."""
+        result = self._sandbox().run(action)
+        return result.observation, ActionInfo.of(result).as_dict()
+
+    def submit(self, argument: str | None) -> Evaluation:
+        """Hand in the working tree's diff: its score."""
+        return self.evaluate()
+
+    def evaluate(self) -> Evaluation:
+        """The score of the working tree's diff as it is now."""
+        assert isinstance(self.task, SweTask)
+        patch, problem = self.current_patch()
+        if problem is not None:
+            return Evaluation(0.0, False, {"reason": problem, "resolved": False})
+        return self.score_patch(patch)
+
+    def current_patch(self) -> tuple[str, str | None]:
+        """The working tree's diff against the base commit, or why there is none."""
+        assert isinstance(self.task, SweTask)
+        script = DIFF_SCRIPT.replace("{base}", shlex.quote(self.task.base_commit))
+        result = self._sandbox().exec(["/bin/bash", "-c", script], timeout=DIFF_TIMEOUT,
+                                      cwd="/")
+        if result.timed_out:
+            return "", "making the diff of the working tree took too long"
+        if result.exit_code != 0:
+            said = " ".join(result.output.strip().splitlines()[-2:])[:300]
+            return "", f"the working tree's diff could not be made: {said or 'git failed'}"
+        if result.output_truncated:
+            return "", (f"the diff is larger than the {self.limits.output} bytes of output "
+                        "an action may show")
+        return result.output, None
+
+    def score_patch(self, patch: str) -> Evaluation:
+        """Score ``patch`` (a git diff against the base commit) on the pristine tree."""
+        assert isinstance(self.task, SweTask)
+        digest = hashlib.sha256(patch.encode()).hexdigest()
+        if self._last is not None and self._last[0] == digest:
+            return self._last[1]
+        result = self._score(self.task, patch)
+        self._last = (digest, result)
+        return result
+
+    def _score(self, task: SweTask, patch: str) -> Evaluation:
+        plan = specs.plan(task)
+        kept, dropped = patches.filter_patch(patch)
+        info: dict[str, Any] = {"patch_bytes": len(patch.encode()),
+                                "patch_sha256": hashlib.sha256(patch.encode()).hexdigest()}
+        if dropped:
+            info["dropped_paths"] = dropped[:50]
+        if len(patch.encode()) > MAX_PATCH:
+            return _zero(info, f"the patch is larger than {MAX_PATCH >> 20} MiB")
+        box = self._scoring_sandbox()
+        box.load(self._tree(task))
+        if kept.strip():
+            problem = self._apply(box, kept, "agent.patch", "the patch does not apply")
+            if problem:
+                return _zero(info, problem)
+            touched = self._changed_paths(box)
+            sneaked = [p for p in touched if patches.is_protected(p)]
+            if sneaked:
+                return _zero(info, "the patch changes protected paths (tests, test "
+                                   f"configuration): {', '.join(sneaked[:5])}")
+        problem = self._apply(box, task.test_patch, "test.patch",
+                              "the test patch does not apply after the patch")
+        if problem:
+            return _zero(info, problem)
+        started = time.monotonic()
+        run = box.exec(["/bin/bash", "-c", plan.command], timeout=self.test_timeout,
+                       cwd=f"/{TESTBED}")
+        info["test_seconds"] = round(time.monotonic() - started, 3)
+        info["test_command"] = plan.command
+        info["test_exit_code"] = run.exit_code
+        info["test_log_tail"] = run.output[-LOG_TAIL:]
+        if run.timed_out:
+            return _zero(info, f"the tests ran out of time ({self.test_timeout:g} s)")
+        try:
+            statuses = specs.parse_log(run.output, task, plan.parser)
+        except specs.ParseFailed as exc:
+            return _zero(info, str(exc))
+        verdict = grading.grade(statuses, task.fail_to_pass, task.pass_to_pass, run.exit_code)
+        info.update(verdict.info())
+        info["reward_parts"] = {"fail_to_pass": verdict.f2p_fraction,
+                                "pass_to_pass": verdict.p2p_fraction}
+        return Evaluation(1.0 if verdict.resolved else 0.0, verdict.resolved, info)
+
+    @staticmethod
+    def _apply(box: Sandbox, patch: str, name: str, failure: str) -> str | None:
+        """Apply ``patch`` in the scoring sandbox's ``/testbed``: ``None``, or why not."""
+        path = f"/tmp/{name}"
+        box.exec(["/bin/bash", "-c", f"cat > {path}"], stdin=patch.encode(), cwd="/")
+        said = ""
+        for flags in (["--verbose"], ["--verbose", "--3way"]):
+            done = box.exec(["git", "apply", *flags, path], cwd=f"/{TESTBED}", timeout=120.0)
+            if done.exit_code == 0:
+                return None
+            said = " ".join(done.output.strip().splitlines()[-2:])[:300]
+        return f"{failure}: {said}"
+
+    @staticmethod
+    def _changed_paths(box: Sandbox) -> list[str]:
+        """Paths that differ from the base commit in the scoring sandbox (its own git)."""
+        done = box.exec(["git", "status", "--porcelain", "-z", "--untracked-files=all",
+                         "--no-renames"], cwd=f"/{TESTBED}", timeout=120.0)
+        return [item[3:] for item in done.output.split("\0") if len(item) > 3]
+
+    def close(self) -> None:
+        """Stop both sandboxes."""
+        for box in (self._box, self._scorer):
+            if box is not None:
+                box.close()
+        self._box = self._scorer = None
+        super().close()
+
+
+def _zero(info: dict[str, Any], reason: str) -> Evaluation:
+    info.update({"resolved": False, "reason": reason, "status": "RESOLVED_NO"})
+    return Evaluation(0.0, False, info)

@@ -1,0 +1,188 @@
+"""The environment of a SWE task: ``/testbed`` and, when the task needs packages, a
+virtual environment ``/opt/venv``, both one file tree that every reset restores.
+
+Built here from PyPI, on the sandbox's pinned root (Debian 12, Python 3.11), in a
+sandbox of the run's backend with the host's network (the agent's sandboxes have none):
+``python3 -m venv /opt/venv``, the spec's ``pip_packages``, its requirements file (read
+from the cached clone at the environment set-up commit, ``-r`` includes followed), then
+its install command. What cannot be built this way is refused with the reason: an
+``environment.yml`` (conda), system packages (``pre_install``). A Python other than 3.11
+in the spec is noted (``python_used``) and the build goes on: whether the instance works
+is for ``validate`` to say. A task that needs no package (``swe-demo``) gets no venv.
+
+Built trees are cached as tar archives in ``$INTERCODE_CACHE/swe/envs`` with a manifest
+(what was asked, what was used, the build log's end); ``intercode image build --swe``
+builds ahead of a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from intercode.datasets.swe import SweTask
+from intercode.errors import ConfigError, DatasetError
+from intercode.fsutil import cache_dir, write_atomic
+from intercode.sandbox import create_sandbox
+from intercode.sandbox.filetree import FileTree
+from intercode.sandbox.layout import Layout
+from intercode.sandbox.limits import GiB, Limits
+from intercode.swe import specs
+from intercode.swe.repos import TESTBED, repo_path, testbed_tree
+
+__all__ = ["FORMAT", "VENV", "BuildError", "Built", "build_env", "env_layout_vars", "needs_env"]
+
+FORMAT = 1
+VENV = "opt/venv"
+BUILD_TIMEOUT = 3600.0
+log = logging.getLogger(__name__)
+
+
+class BuildError(DatasetError):
+    """An instance whose environment cannot be built here (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Built:
+    """A task's environment: its tree and what the build recorded."""
+
+    tree: FileTree
+    manifest: dict[str, Any]
+
+
+def env_layout_vars() -> tuple[tuple[str, str], ...]:
+    """The shell variables that put ``/opt/venv`` first (harmless when there is none)."""
+    from intercode.sandbox.layout import PATH
+
+    return (("PATH", f"/{VENV}/bin:{PATH}"), ("VIRTUAL_ENV", f"/{VENV}"))
+
+
+def needs_env(plan: specs.TestPlan) -> bool:
+    """Whether the task needs packages installed (else ``/testbed`` alone will do)."""
+    return bool(plan.pip_packages or plan.requirements or plan.install)
+
+
+def build_env(task: SweTask, backend: str, layout: Layout,
+              mirror: str | None = None, rebuild: bool = False) -> Built:
+    """The task's environment tree (cached; built on first use)."""
+    testbed = testbed_tree(task.repo, task.base_commit, mirror)
+    plan = specs.plan(task)
+    if not needs_env(plan):
+        return Built(testbed, {"instance_id": task.task_id, "venv": False})
+    key = hashlib.sha256(json.dumps(
+        [FORMAT, testbed.id, plan.pip_packages, plan.requirements, plan.install,
+         backend, str(layout.rootfs), layout.image_packages], default=str).encode()
+    ).hexdigest()[:24]
+    folder = cache_dir() / "swe" / "envs"
+    archive, manifest_file = folder / f"{key}.tar", folder / f"{key}.json"
+    if archive.is_file() and manifest_file.is_file() and not rebuild:
+        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+        return Built(FileTree.from_tar(archive.read_bytes(), str(archive)), manifest)
+    if plan.requirements.endswith(".yml") or plan.requirements.endswith(".yaml"):
+        raise BuildError(f"{task.task_id}: its environment is a conda environment.yml; "
+                         "it cannot be built from PyPI here (give --image a prebuilt image)")
+    requirements = _requirements(task, plan, mirror)
+    log.warning("building the environment of %s (once; cached in %s)", task.task_id, folder)
+    tree, log_tail = _build(testbed, plan, requirements, backend, layout)
+    manifest = {"format": FORMAT, "instance_id": task.task_id, "repo": task.repo,
+                "version": task.version, "venv": True, "python_wanted": plan.python,
+                "python_used": specs.DEFAULT_PYTHON, "pip_packages": list(plan.pip_packages),
+                "requirements": plan.requirements, "install": plan.install,
+                "pre_install_skipped": list(plan.pre_install), "backend": backend,
+                "files": len(tree.entries), "log_tail": log_tail}
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(archive, tree.to_tar())
+    write_atomic(manifest_file, json.dumps(manifest, indent=1).encode())
+    return Built(tree, manifest)
+
+
+def _requirements(task: SweTask, plan: specs.TestPlan, mirror: str | None) -> str:
+    """The spec's requirements file, read from the clone (``-r`` includes inlined)."""
+    if plan.requirements != "requirements.txt":
+        return " ".join(plan.requirements.split()) if plan.requirements else ""
+    import subprocess
+
+    from intercode.swe.repos import clean_git_env
+
+    commit = task.environment_setup_commit or task.base_commit
+    source = repo_path(task.repo, commit, mirror)
+    paths = specs.requirements_paths(task.repo)
+
+    def show(path: str) -> str | None:
+        done = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=source,
+                              env=clean_git_env(), capture_output=True, check=False)
+        return done.stdout.decode(errors="replace") if done.returncode == 0 else None
+
+    def inline(path: str, depth: int = 0) -> str:
+        text = show(path)
+        if text is None or depth > 5:
+            return ""
+        out = []
+        folder = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+        for line in text.splitlines():
+            if line.strip().startswith("-r "):
+                out.append(inline(folder + line.strip()[3:].strip(), depth + 1))
+            elif line.strip() and not line.strip().startswith(("#", "-e ", "-c ")):
+                out.append(line)
+        return "\n".join(out)
+
+    for path in paths:
+        found = inline(path)
+        if found:
+            return "REQUIREMENTS\n" + found
+    raise BuildError(f"{task.task_id}: none of its requirements files ({', '.join(paths)}) "
+                     f"exists at {commit[:12]}")
+
+
+def _build(testbed: FileTree, plan: specs.TestPlan, requirements: str, backend: str,
+           layout: Layout) -> tuple[FileTree, str]:
+    import dataclasses
+
+    limits = Limits(timeout=BUILD_TIMEOUT, storage=8 * GiB, memory=8 * GiB,
+                    address_space=64 * GiB, file_size=4 * GiB, processes=512,
+                    files=1_000_000, output=256 << 10, output_hard=64 << 20)
+    box = create_sandbox(backend, limits, dataclasses.replace(layout, network="host"))
+    steps = [f"python3 -m venv /{VENV}", f". /{VENV}/bin/activate",
+             "pip install --no-input --quiet --upgrade 'pip<25' 'setuptools<75' wheel"]
+    if plan.pip_packages:
+        steps.append("pip install --no-input --quiet " + " ".join(
+            shlex.quote(p) for p in plan.pip_packages))
+    stdin = b""
+    if requirements.startswith("REQUIREMENTS\n"):
+        stdin = requirements.removeprefix("REQUIREMENTS\n").encode()
+        steps.append("cat > /tmp/requirements.txt && pip install --no-input --quiet "
+                     "-r /tmp/requirements.txt")
+    elif requirements:
+        steps.append("pip install --no-input --quiet " + requirements)
+    if plan.install:
+        steps.append(f"cd /{TESTBED} && {plan.install}")
+    script = "set -eu\n" + "\n".join(steps) + "\n"
+    try:
+        box.start()
+        box.load(testbed)
+        result = box.exec(["/bin/bash", "-c", script], timeout=BUILD_TIMEOUT, cwd=f"/{TESTBED}",
+                          stdin=stdin)
+        tail = result.output[-4000:]
+        if result.exit_code != 0:
+            raise BuildError(f"the environment build failed (exit {result.exit_code}): "
+                             + " ".join(tail.strip().splitlines()[-3:])[:500])
+        captured = box.capture()
+    finally:
+        box.close()
+    keep = (TESTBED, VENV)
+    entries = [e for e in captured.entries
+               if any(e.path == k or e.path.startswith(k + "/") for k in keep)
+               or e.path in ("opt",)]
+    if not any(e.path == VENV for e in entries):
+        raise ConfigError("the environment build made no /opt/venv")
+    return FileTree.of(entries), tail
+
+
+def manifest_path(key: str) -> Path:
+    """Where the manifest of a built environment is kept."""
+    return cache_dir() / "swe" / "envs" / f"{key}.json"

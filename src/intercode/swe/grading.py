@@ -1,0 +1,90 @@
+"""From per-test outcomes to SWE-bench's verdict, with the rules of its newest grader.
+
+A task is *resolved* when every ``FAIL_TO_PASS`` and every ``PASS_TO_PASS`` test passed.
+A test counts as passed when the log says ``PASSED`` or ``XFAIL``; missing from the log,
+``FAILED``, ``ERROR`` and (for ``FAIL_TO_PASS``) ``SKIPPED`` count as failed: a patch that
+makes the new tests skip has not fixed anything (``swebench`` 4.1 graded that as resolved;
+5.0 does not). A skipped ``PASS_TO_PASS`` test counts as kept, as in 5.0.
+
+The log is trusted only as far as the test command's exit status agrees with it (5.0's
+rule): a command that failed while the log shows no failed or erroring test has not
+shown its tests' outcomes (printed ``PASSED`` lines, a crashed runner), and scores 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Grade", "grade"]
+
+PASSED = frozenset({"PASSED", "XFAIL"})
+BAD = frozenset({"FAILED", "ERROR"})
+SHOWN = 50  # names of failing tests kept in reward_info
+
+
+@dataclass
+class Grade:
+    """The verdict on one test run."""
+
+    resolved: bool
+    f2p_passed: int
+    f2p_total: int
+    p2p_passed: int
+    p2p_total: int
+    failing: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def f2p_fraction(self) -> float:
+        """Share of ``FAIL_TO_PASS`` tests that pass (1.0 when there are none)."""
+        return self.f2p_passed / self.f2p_total if self.f2p_total else 1.0
+
+    @property
+    def p2p_fraction(self) -> float:
+        """Share of ``PASS_TO_PASS`` tests that still pass (1.0 when there are none)."""
+        return self.p2p_passed / self.p2p_total if self.p2p_total else 1.0
+
+    def info(self) -> dict[str, Any]:
+        """The grade as ``reward_info`` shows it."""
+        out: dict[str, Any] = {
+            "resolved": self.resolved,
+            "status": ("RESOLVED_FULL" if self.resolved else
+                       "RESOLVED_PARTIAL" if self.f2p_passed and self.p2p_fraction == 1.0
+                       else "RESOLVED_NO"),
+            "fail_to_pass": round(self.f2p_fraction, 6),
+            "pass_to_pass": round(self.p2p_fraction, 6),
+            "fail_to_pass_passed": f"{self.f2p_passed}/{self.f2p_total}",
+            "pass_to_pass_passed": f"{self.p2p_passed}/{self.p2p_total}",
+        }
+        if self.failing:
+            out["failing_tests"] = self.failing[:SHOWN]
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def grade(statuses: dict[str, str], fail_to_pass: tuple[str, ...],
+          pass_to_pass: tuple[str, ...], exit_code: int | None) -> Grade:
+    """The verdict on a test log's ``statuses`` (test name -> status)."""
+    failing: list[str] = []
+    f2p = 0
+    for name in fail_to_pass:
+        if statuses.get(name) in PASSED:
+            f2p += 1
+        else:
+            failing.append(name)
+    p2p = 0
+    for name in pass_to_pass:
+        status = statuses.get(name)
+        if status in PASSED or status == "SKIPPED":
+            p2p += 1
+        else:
+            failing.append(name)
+    result = Grade(resolved=not failing, f2p_passed=f2p, f2p_total=len(fail_to_pass),
+                   p2p_passed=p2p, p2p_total=len(pass_to_pass), failing=failing)
+    if exit_code != 0 and not any(s in BAD for s in statuses.values()):
+        result.resolved = False
+        result.reason = (f"the test command exited with {exit_code} but its log shows no "
+                         "failed test: the outcomes cannot be trusted")
+    return result
