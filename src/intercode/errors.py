@@ -10,7 +10,8 @@ from __future__ import annotations
 __all__ = ["AgentFault", "ConfigError", "DataUnavailable", "DatasetError", "EnvStateError",
            "FatalRunError", "GoldError", "IntercodeError", "ModelError", "ModelRejected",
            "ObservationSpaceError", "RewardError", "RunAborted", "SandboxError",
-           "SandboxSpentError", "SandboxUnavailableError", "SnapshotError", "SnapshotUnsupported", "TaskUnavailable"]
+           "SandboxSpentError", "SandboxUnavailableError", "SnapshotError", "SnapshotUnsupported",
+           "TaskUnavailable"]
 
 
 class IntercodeError(Exception):
