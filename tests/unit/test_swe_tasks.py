@@ -108,13 +108,16 @@ def section(path: str, new: str = "x = 1") -> str:
 
 @pytest.mark.parametrize("path", [
     "tests/test_a.py", "src/pkg/testing/util.py", "conftest.py", "sub/conftest.py",
-    "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "unittest.py",
-    "sitecustomize.py", "lib/usercustomize.py", "evil.pth", "e2e/run.py", "TESTS/X.py"])
+    "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "unittest.py", "_pytest/x.py",
+    "sitecustomize.py", "lib/usercustomize.py", "evil.pth", "e2e/run.py", "TESTS/X.py",
+    "pkg/test_util.py", "pkg/util_test.py", "./tests/x", "a//tests/b.py"])
 def test_protected_paths(path: str) -> None:
     assert patches.is_protected(path)
 
 
-@pytest.mark.parametrize("path", ["src/pkg/core.py", "README.md", "setup.py", "docs/a.rst"])
+@pytest.mark.parametrize("path", ["src/pkg/core.py", "README.md", "setup.py", "docs/a.rst",
+                                  "src/_pytest/unittest.py", "src/attestation.py",
+                                  "pkg/testament.py", "requests/models.py"])
 def test_code_paths_are_not_protected(path: str) -> None:
     assert not patches.is_protected(path)
 

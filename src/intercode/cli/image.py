@@ -28,6 +28,16 @@ def add_image(sub: Any) -> None:
                     help="also docker import it as intercode/sandbox:<profile>-<id>")
     ib.add_argument("--rebuild", action="store_true",
                     help="build again even if built (new package versions: a new identity)")
+    ib.add_argument("--swe", default=None, metavar="DATASET",
+                    help="instead: build the environment of each instance of a SWE dataset "
+                         "or task file (/testbed and a venv of its packages from PyPI; "
+                         "docs/swe.md)")
+    ib.add_argument("--instances", default="", metavar="ID,ID",
+                    help="with --swe: only these instance ids")
+    ib.add_argument("--sandbox", default="bwrap", choices=["bwrap", "docker"],
+                    help="with --swe: the backend the environments are for (bwrap)")
+    ib.add_argument("--repo-mirror", default=None, metavar="DIR",
+                    help="with --swe: a folder of local git clones (offline)")
     images.add_parser("list", help="the built roots and imported images")
 
 
@@ -53,6 +63,8 @@ def cmd_image(args: argparse.Namespace) -> int:
         for image in images.docker_images():
             print(f"docker {image['tag']}  {image['id']}  {image['size']}")
         return 0
+    if args.swe is not None:
+        return _build_swe(args)
     profile: str = args.profile
     extra = [p.strip() for p in args.packages.split(",") if p.strip()]
     if args.env is not None:
@@ -66,3 +78,19 @@ def cmd_image(args: argparse.Namespace) -> int:
     if args.docker:
         print(f"docker {images.docker_import(root)}")
     return 0
+
+
+def _build_swe(args: argparse.Namespace) -> int:
+    """``image build --swe``: one line per instance; exit 1 when any could not be built."""
+    from intercode.swe.prepare import Prepared, prepare
+
+    def show(result: Prepared) -> None:
+        state = "built" if result.ok else "cannot build"
+        print(f"{state} {result.instance_id} ({result.seconds:.1f} s): {result.detail}",
+              flush=True)
+
+    wanted = [i.strip() for i in args.instances.split(",") if i.strip()]
+    results = prepare(args.swe, wanted, args.sandbox, args.repo_mirror, args.rebuild, show)
+    failed = sum(not r.ok for r in results)
+    print(f"{len(results) - failed} of {len(results)} environments ready")
+    return 1 if failed else 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import shlex
 import time
 from typing import Any
@@ -72,7 +73,8 @@ class SweEnv(IntercodeEnv):
             loaded :class:`~intercode.datasets.Dataset`.
         limits: the agent's sandbox limits (per action).
         backend: the sandbox backend (``bwrap`` or ``docker``).
-        repo_mirror: a folder of local clones (offline; see :mod:`intercode.swe.repos`).
+        repo_mirror: a folder of local clones (offline; see :mod:`intercode.swe.repos`);
+            default ``$INTERCODE_REPO_MIRROR``.
         test_timeout: seconds the test command may run when scoring (default 900).
     """
 
@@ -92,13 +94,10 @@ class SweEnv(IntercodeEnv):
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self._limit_observations(self.limits.output + NOTE_CHARS)
         self.backend = require_backend(backend)
-        base = (arguments.optional("layout", layout, Layout)
-                or Layout(rootfs=default_root("base", PACKAGES)))
-        self.layout = dataclasses.replace(base, extra_env=base.extra_env + build.env_layout_vars(),
-                                          image_packages=tuple(base.image_packages) + PACKAGES)
+        self.layout = self.default_layout(arguments.optional("layout", layout, Layout))
         if repo_mirror is not None and not isinstance(repo_mirror, str):
             raise ConfigError("repo_mirror must be a folder path")
-        self.repo_mirror = repo_mirror
+        self.repo_mirror = repo_mirror or os.environ.get("INTERCODE_REPO_MIRROR") or None
         if test_timeout is not None and (isinstance(test_timeout, bool)
                                          or not isinstance(test_timeout, (int, float))
                                          or not 0 < test_timeout < 86_400):
@@ -109,6 +108,14 @@ class SweEnv(IntercodeEnv):
         self._scorer: Sandbox | None = None
         self._trees: dict[str, FileTree] = {}
         self._last: tuple[str, Evaluation] | None = None  # (patch digest, its score)
+
+    @staticmethod
+    def default_layout(base: Layout | None = None) -> Layout:
+        """``base`` (default: the pinned root with :data:`PACKAGES`) with ``/opt/venv``
+        first on the ``PATH`` and the packages a Docker image adds."""
+        base = base or Layout(rootfs=default_root("base", PACKAGES))
+        return dataclasses.replace(base, extra_env=base.extra_env + build.env_layout_vars(),
+                                   image_packages=tuple(base.image_packages) + PACKAGES)
 
     # -- sandboxes -------------------------------------------------------------------------
 

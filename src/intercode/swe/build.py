@@ -74,8 +74,9 @@ def build_env(task: SweTask, backend: str, layout: Layout,
     plan = specs.plan(task)
     if not needs_env(plan):
         return Built(testbed, {"instance_id": task.task_id, "venv": False})
+    version = scm_version(task, mirror)
     key = hashlib.sha256(json.dumps(
-        [FORMAT, testbed.id, plan.pip_packages, plan.requirements, plan.install,
+        [FORMAT, testbed.id, plan.pip_packages, plan.requirements, plan.install, version,
          backend, str(layout.rootfs), layout.image_packages], default=str).encode()
     ).hexdigest()[:24]
     folder = cache_dir() / "swe" / "envs"
@@ -88,12 +89,13 @@ def build_env(task: SweTask, backend: str, layout: Layout,
                          "it cannot be built from PyPI here (give --image a prebuilt image)")
     requirements = _requirements(task, plan, mirror)
     log.warning("building the environment of %s (once; cached in %s)", task.task_id, folder)
-    tree, log_tail = _build(testbed, plan, requirements, backend, layout)
+    tree, log_tail = _build(testbed, plan, requirements, backend, layout, version)
     manifest = {"format": FORMAT, "instance_id": task.task_id, "repo": task.repo,
                 "version": task.version, "venv": True, "python_wanted": plan.python,
                 "python_used": specs.DEFAULT_PYTHON, "pip_packages": list(plan.pip_packages),
                 "requirements": plan.requirements, "install": plan.install,
                 "pre_install_skipped": list(plan.pre_install), "backend": backend,
+                "scm_version": version,
                 "files": len(tree.entries), "log_tail": log_tail}
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(archive, tree.to_tar())
@@ -139,8 +141,38 @@ def _requirements(task: SweTask, plan: specs.TestPlan, mirror: str | None) -> st
                      f"exists at {commit[:12]}")
 
 
+def scm_version(task: SweTask, mirror: str | None) -> str:
+    """The version a VCS-versioned package (setuptools-scm) would compute at the base
+    commit with the repository's full history and tags, as SWE-bench's images have them
+    (``/testbed`` holds one commit and no tag: without this, such a package installs as
+    0.1.dev1 and its tests may refuse to run). Empty when the history has no tag."""
+    import re
+    import subprocess
+
+    from intercode.swe.repos import clean_git_env
+
+    source = repo_path(task.repo, task.base_commit, mirror)
+    done = subprocess.run(["git", "describe", "--tags", "--long", task.base_commit],
+                          cwd=source, env=clean_git_env(), capture_output=True, check=False,
+                          timeout=120)
+    found = re.match(r"^v?(.+)-(\d+)-g[0-9a-f]+$", done.stdout.decode(errors="replace").strip())
+    if done.returncode != 0 or found is None:
+        return ""
+    tag, distance = found.group(1), int(found.group(2))
+    if not re.match(r"^[0-9][0-9A-Za-z.+-]*$", tag):
+        return ""
+    if distance == 0:
+        return tag
+    if re.search(r"\.?dev\d*$", tag):
+        return re.sub(r"dev\d*$", f"dev{distance}", tag)
+    parts = tag.split(".")
+    if parts[-1].isdigit():
+        parts[-1] = str(int(parts[-1]) + 1)
+    return ".".join(parts) + f".dev{distance}"
+
+
 def _build(testbed: FileTree, plan: specs.TestPlan, requirements: str, backend: str,
-           layout: Layout) -> tuple[FileTree, str]:
+           layout: Layout, version: str = "") -> tuple[FileTree, str]:
     import dataclasses
 
     limits = Limits(timeout=BUILD_TIMEOUT, storage=8 * GiB, memory=8 * GiB,
@@ -160,11 +192,17 @@ def _build(testbed: FileTree, plan: specs.TestPlan, requirements: str, backend: 
     elif requirements:
         steps.append("pip install --no-input --quiet " + requirements)
     if plan.install:
-        steps.append(f"cd /{TESTBED} && {plan.install}")
-    script = "set -eu\n" + "\n".join(steps) + "\n"
+        pretend = (f"export SETUPTOOLS_SCM_PRETEND_VERSION={shlex.quote(version)}; "
+                   if version else "")
+        steps.append(f"cd /{TESTBED} && {pretend}{plan.install}")
+    ca = _host_ca()
+    script = "set -eu\n" + "".join(f"export {k}={shlex.quote(v)}\n" for k, v in _pip_env(ca))
+    script += "\n".join(steps) + "\n"
     try:
         box.start()
         box.load(testbed)
+        if ca is not None:
+            box.exec(["/bin/bash", "-c", f"cat > {CA_FILE}"], stdin=ca, cwd="/")
         result = box.exec(["/bin/bash", "-c", script], timeout=BUILD_TIMEOUT, cwd=f"/{TESTBED}",
                           stdin=stdin)
         tail = result.output[-4000:]
@@ -181,6 +219,41 @@ def _build(testbed: FileTree, plan: specs.TestPlan, requirements: str, backend: 
     if not any(e.path == VENV for e in entries):
         raise ConfigError("the environment build made no /opt/venv")
     return FileTree.of(entries), tail
+
+
+CA_FILE = "/tmp/intercode-build-ca.pem"
+# the host's pip settings a build inherits (a local path or file:// index is not visible
+# inside the sandbox and is left out)
+PIP_VARS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DEFAULT_TIMEOUT",
+            "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+
+
+def _host_ca() -> bytes | None:
+    """The CA bundle the host's pip trusts (``PIP_CERT``, ``SSL_CERT_FILE``,
+    ``REQUESTS_CA_BUNDLE``), for a build behind a TLS-inspecting proxy; else none."""
+    import os
+
+    for name in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+        value = os.environ.get(name)
+        if value and Path(value).is_file():
+            data = Path(value).read_bytes()
+            if len(data) < 16 << 20:
+                return data
+    return None
+
+
+def _pip_env(ca: bytes | None) -> list[tuple[str, str]]:
+    import os
+
+    found = []
+    for name in PIP_VARS:
+        value = os.environ.get(name, "")
+        if value and "file:" not in value:
+            found.append((name, " ".join(v for v in value.split() if "://" in v or
+                                         not name.endswith("_URL"))))
+    if ca is not None:
+        found += [("PIP_CERT", CA_FILE), ("SSL_CERT_FILE", CA_FILE)]
+    return [(k, v) for k, v in found if v]
 
 
 def manifest_path(key: str) -> Path:

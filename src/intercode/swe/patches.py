@@ -5,14 +5,16 @@ works. Its changes to *protected* paths are dropped before it is applied (and na
 the score's ``reward_info``), so those paths come from the pristine tree and the task's
 test patch:
 
-* every path SWE-bench itself counts as a test file when it splits a fix from its tests:
-  one whose path contains ``test``, ``tests``, ``testing`` or ``e2e`` (which covers
-  ``tests/``, ``test_*.py``, ``conftest.py``, ``pytest.ini``, a ``unittest.py`` that
-  would shadow the runner);
-* the test runner's configuration: ``setup.cfg``, ``tox.ini``, ``pyproject.toml``,
-  ``.coveragerc``, ``noxfile.py``;
+* test files: any path inside a directory named ``test``, ``tests``, ``testing`` or
+  ``e2e`` (SWE-bench's own words for what goes into a test patch, taken as whole path
+  components, so that ``src/_pytest/`` or ``attestation.py`` stay code), and files named
+  ``test_*``, ``*_test.py``, ``*_tests.py``, ``test.py``, ``tests.py``, ``conftest.py``;
+* the test runner's configuration: ``pytest.ini``, ``setup.cfg``, ``tox.ini``,
+  ``pyproject.toml``, ``.coveragerc``, ``noxfile.py``;
 * what Python runs at start-up whatever the test: ``sitecustomize.py``,
-  ``usercustomize.py``, ``*.pth``.
+  ``usercustomize.py``, ``*.pth``; and, at the repository's top level (first on
+  ``sys.path`` when the tests start), a module or package named like a test runner
+  (``pytest``, ``_pytest``, ``unittest``, ``pluggy``, ``nose``).
 
 A fix that needs one of these files changed is scored without that change (``validate``
 names the gold patches this touches). Code under test still runs inside the test
@@ -26,9 +28,11 @@ from dataclasses import dataclass
 
 __all__ = ["FilePatch", "filter_patch", "is_protected", "split_patch"]
 
-TEST_WORDS = ("test", "tests", "testing", "e2e")
-RUNNER_CONFIG = frozenset({"setup.cfg", "tox.ini", "pyproject.toml", ".coveragerc",
-                           "noxfile.py", "sitecustomize.py", "usercustomize.py"})
+TEST_DIRS = frozenset({"test", "tests", "testing", "e2e"})
+TEST_FILES = frozenset({"test.py", "tests.py", "conftest.py"})
+RUNNER_CONFIG = frozenset({"pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml",
+                           ".coveragerc", "noxfile.py", "sitecustomize.py", "usercustomize.py"})
+RUNNER_MODULES = frozenset({"pytest", "_pytest", "unittest", "pluggy", "nose"})
 _HEADER = re.compile(r"^diff --git (.+)$")
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
@@ -43,11 +47,16 @@ class FilePatch:
 
 def is_protected(path: str) -> bool:
     """Whether changes to ``path`` are dropped (see the module's policy)."""
-    lowered = path.lower()
-    if any(word in lowered for word in TEST_WORDS):
+    parts = [p for p in path.lower().split("/") if p not in ("", ".")]
+    if not parts:
         return True
-    name = lowered.rsplit("/", 1)[-1]
-    return name in RUNNER_CONFIG or name.endswith(".pth")
+    name = parts[-1]
+    if TEST_DIRS.intersection(parts[:-1]) or name in TEST_FILES or name in RUNNER_CONFIG:
+        return True
+    if name.startswith("test_") or name.endswith(("_test.py", "_tests.py", ".pth")):
+        return True
+    top = parts[0].removesuffix(".py")
+    return top in RUNNER_MODULES and (len(parts) > 1 or parts[0].endswith(".py"))
 
 
 def split_patch(patch: str) -> tuple[str, list[FilePatch]]:

@@ -2,6 +2,6 @@
 ``intercode`` sandbox provider)."""
 
 from intercode.integrations.inspectai.sandbox import IntercodeSandboxEnvironment
-from intercode.integrations.inspectai.tasks import bash, ctf, python, sql
+from intercode.integrations.inspectai.tasks import bash, ctf, python, sql, swe
 
-__all__ = ["IntercodeSandboxEnvironment", "bash", "ctf", "python", "sql"]
+__all__ = ["IntercodeSandboxEnvironment", "bash", "ctf", "python", "sql", "swe"]

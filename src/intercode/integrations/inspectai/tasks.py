@@ -1,5 +1,5 @@
-"""The Inspect tasks: ``intercode/bash``, ``intercode/sql``, ``intercode/python`` and
-``intercode/ctf`` (samples = a dataset's tasks; solver = a strategy; intercode's scorer)."""
+"""The Inspect tasks: ``intercode/bash``, ``intercode/sql``, ``intercode/python``,
+``intercode/ctf`` and ``intercode/swe`` (samples = a dataset's tasks; solver = a strategy; intercode's scorer)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from intercode.integrations.inspectai.running import Setup
 from intercode.integrations.inspectai.scorer import intercode_scorer
 from intercode.integrations.inspectai.solvers import STRATEGIES, react_agent, try_again
 
-__all__ = ["bash", "ctf", "intercode_task", "python", "samples", "sql"]
+__all__ = ["bash", "ctf", "intercode_task", "python", "samples", "sql", "swe"]
 
 log = logging.getLogger(__name__)
 
@@ -124,3 +124,12 @@ def ctf(dataset: str = "intercode-ctf", strategy: str = "try_again", turns: int 
     """InterCode-CTF (picoCTF); tasks that need the network are left out without it."""
     return intercode_task("ctf", dataset, strategy, turns, tasks, network=network,
                           sandbox=sandbox)
+
+
+@task(name="swe")
+def swe(dataset: str = "swe-demo", strategy: str = "react", turns: int = 30,
+        tasks: str | int | list[int] | None = None, sandbox: str = "bwrap") -> Task:
+    """IC-SWE-bench: fix a repository's issue; its tests decide (``dataset``: swe-demo,
+    ic-swe-bench or a file of SWE-bench instances; ``$INTERCODE_REPO_MIRROR`` for local
+    clones)."""
+    return intercode_task("swe", dataset, strategy, turns, tasks, sandbox=sandbox)

@@ -113,7 +113,10 @@ def _descriptions(env: str) -> dict[str, str]:
     submit = {"ctf": "Hand in a flag: a right flag ends the episode with reward 1.0; a wrong "
                      "one scores 0 and the episode goes on.",
               "python": "Hand in the function named by answer: the hidden tests run on it and "
-                        "the episode ends with its reward (0.0 to 1.0)."}
+                        "the episode ends with its reward (0.0 to 1.0).",
+              "swe": "Hand in the repository's changes (its diff against the base commit): "
+                     "the task's tests run on them and the episode ends with reward 1.0 if "
+                     "the issue is resolved, else 0.0."}
     return {
         "reset": ("Start an episode (ending any current one) on a task; returns the task's "
                   "query (what to do), its index and the dataset."),
