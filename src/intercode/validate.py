@@ -13,11 +13,13 @@ Each task ends in one of these groups:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from intercode.benchmarks import get
 from intercode.datasets import Dataset, load_dataset
 from intercode.datasets.known_issues import known_issues
 from intercode.envs.factory import make_env
@@ -46,7 +48,30 @@ def validate(env: str, dataset: str, workers: int = 2, limits: Limits | None = N
                             mysql_url=mysql_url, network=network))
         execute(cfg, progress=progress)
         records = latest_by_task(ResultsLog(folder / "results.jsonl").read())
-    return classify(env, ds, records, known_issues(dataset, env))
+        report = classify(env, ds, records, known_issues(dataset, env))
+        if get(env).extra.get("validate_noop"):
+            noop = dataclasses.replace(cfg, agent="noop", output=folder.parent / "noop",
+                                       resume=False)
+            execute(noop, progress=progress)
+            undone = latest_by_task(ResultsLog(noop.output / "results.jsonl").read())
+            check_noop(report, ds, undone)
+    return report
+
+
+def check_noop(report: dict[str, Any], ds: Dataset,
+               records: dict[int, dict[str, Any]]) -> None:
+    """Add to ``report`` how the untouched state scored: a task it solves is unexpected
+    (an empty patch must not resolve a SWE task)."""
+    report["noop_scored_one"] = []
+    for index in sorted(records):
+        rec = records[index]
+        if rec.get("status") == "ok" and rec.get("success"):
+            task = ds[index]
+            report["noop_scored_one"].append(index)
+            report["unexpected"].append({"task": index, "source": task.source,
+                                         "source_index": task.source_index, "gold": task.gold,
+                                         "why": "handing in the untouched state scores 1.0"})
+    report["noop_checked"] = len(records)
 
 
 def validate_dataset(dataset: Dataset, limits: Limits | None = None,
@@ -155,6 +180,9 @@ def format_report(report: dict[str, Any]) -> str:
     """Human-readable validation report."""
     ran = report["tasks"] - len(report["skipped"])
     lines = [f"{report['dataset']}: {report['scored_one']}/{ran} gold solutions score 1.0"]
+    if "noop_checked" in report:
+        lines.append(f"{len(report['noop_scored_one'])}/{report['noop_checked']} untouched "
+                     "starting states score 1.0 (must be 0)")
     if report["skipped"]:
         lines.append(f"\nskipped ({len(report['skipped'])}):")
         for e in report["skipped"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from intercode.agents.base import Action, Policy
 from intercode.datasets import Task
 
-__all__ = ["GoldPolicy"]
+__all__ = ["GoldPolicy", "NoopPolicy"]
 
 
 def task_env(task: Task) -> str:
@@ -39,3 +39,25 @@ class GoldPolicy(Policy):
         """The gold, then nothing."""
         action, self._pending = self._pending, None
         return None if action is None else Action(action)
+
+
+class NoopPolicy(Policy):
+    """Hands in the task's starting state at once (``submit``): what doing nothing
+    scores. A benchmark whose untouched state scores 1.0 on a task has a broken task."""
+
+    name = "noop"
+
+    def __init__(self, env: str | None = None) -> None:
+        self.env = env
+        self._done = False
+
+    def reset(self, task: Task) -> None:
+        """A new episode: submit once."""
+        self._done = False
+
+    def act(self, observation: str, reward: float | None = None) -> Action | None:
+        """``submit``, then nothing."""
+        if self._done:
+            return None
+        self._done = True
+        return Action("submit")

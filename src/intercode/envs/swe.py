@@ -51,6 +51,7 @@ DEFAULT_TEST_TIMEOUT = 900.0
 DIFF_TIMEOUT = 120.0
 MAX_PATCH = 16 * MiB
 LOG_TAIL = 2000
+MAX_LISTED = 5000  # per-test outcomes shown in info (FAIL_TO_PASS and PASS_TO_PASS)
 # The diff the agent hands in, made in its own sandbox (its git, its files: what it hands
 # in is its own business); a scratch index leaves the agent's index as it was.
 DIFF_SCRIPT = """cd /testbed || { echo "there is no /testbed"; exit 90; }
@@ -108,6 +109,7 @@ class SweEnv(IntercodeEnv):
         self._scorer: Sandbox | None = None
         self._trees: dict[str, FileTree] = {}
         self._last: tuple[str, Evaluation] | None = None  # (patch digest, its score)
+        self.last_log = ""  # the whole log of the last test run (info keeps its end)
 
     @staticmethod
     def default_layout(base: Layout | None = None) -> Layout:
@@ -242,6 +244,7 @@ class SweEnv(IntercodeEnv):
         info["test_command"] = plan.command
         info["test_exit_code"] = run.exit_code
         info["test_log_tail"] = run.output[-LOG_TAIL:]
+        self.last_log = run.output
         if run.timed_out:
             return _zero(info, f"the tests ran out of time ({self.test_timeout:g} s)")
         try:
@@ -250,6 +253,9 @@ class SweEnv(IntercodeEnv):
             return _zero(info, str(exc))
         verdict = grading.grade(statuses, task.fail_to_pass, task.pass_to_pass, run.exit_code)
         info.update(verdict.info())
+        listed = dict.fromkeys(task.fail_to_pass + task.pass_to_pass)
+        if len(listed) <= MAX_LISTED:
+            info["tests"] = {name: statuses.get(name, "MISSING") for name in listed}
         info["reward_parts"] = {"fail_to_pass": verdict.f2p_fraction,
                                 "pass_to_pass": verdict.p2p_fraction}
         return Evaluation(1.0 if verdict.resolved else 0.0, verdict.resolved, info)

@@ -53,6 +53,10 @@ def make_policy(spec: WorkerSpec) -> Policy:
         from intercode.agents.gold import GoldPolicy
 
         return GoldPolicy(spec.env)
+    if spec.agent == "noop":
+        from intercode.agents.gold import NoopPolicy
+
+        return NoopPolicy(spec.env)
     if spec.agent == "replay":
         from intercode.agents.replay import ReplayPolicy, load_trajectories
 

@@ -1,5 +1,6 @@
 """The Inspect tasks: ``intercode/bash``, ``intercode/sql``, ``intercode/python``,
-``intercode/ctf`` and ``intercode/swe`` (samples = a dataset's tasks; solver = a strategy; intercode's scorer)."""
+``intercode/ctf`` and ``intercode/swe`` (samples = a dataset's tasks; solver = a strategy;
+intercode's scorer)."""
 
 from __future__ import annotations
 
