@@ -120,7 +120,7 @@ def test_without_import_intercode_the_ids_are_unknown_as_before():
 
 def test_agent_names_match_the_policies():
     assert tuple(POLICIES) == STRATEGIES
-    assert AGENTS[:3] == ("gold", "replay", "human")
+    assert AGENTS[:4] == ("gold", "noop", "replay", "human")
 
 
 def test_top_level_help_scans_no_plugins():

@@ -82,6 +82,6 @@ BENCHMARK = Benchmark(
     options=frozenset({"test_timeout", "repo_mirror"}),
     user_dataset="intercode.datasets.swe:load_instances",
     test_dataset="swe-demo",
-    sandbox_packages=("python3-venv",),
+    sandbox_packages=("python3-venv",),  # intercode.swe.build.PACKAGES
     extra={"validate_noop": True},
 )

@@ -39,14 +39,11 @@ from intercode.sandbox.base import Sandbox
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits, MiB
-from intercode.sandbox.rootfs import default_root
 from intercode.swe import build, grading, patches, specs
 from intercode.swe.repos import TESTBED
 
-__all__ = ["PACKAGES", "SweEnv"]
+__all__ = ["SweEnv"]
 
-# what the benchmark's root adds to the base one: venv for the instances' packages
-PACKAGES = ("python3-venv",)
 DEFAULT_TEST_TIMEOUT = 900.0
 DIFF_TIMEOUT = 120.0
 MAX_PATCH = 16 * MiB
@@ -95,7 +92,7 @@ class SweEnv(IntercodeEnv):
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self._limit_observations(self.limits.output + NOTE_CHARS)
         self.backend = require_backend(backend)
-        self.layout = self.default_layout(arguments.optional("layout", layout, Layout))
+        self.layout = build.swe_layout(arguments.optional("layout", layout, Layout))
         if repo_mirror is not None and not isinstance(repo_mirror, str):
             raise ConfigError("repo_mirror must be a folder path")
         self.repo_mirror = repo_mirror or os.environ.get("INTERCODE_REPO_MIRROR") or None
@@ -110,14 +107,6 @@ class SweEnv(IntercodeEnv):
         self._trees: dict[str, FileTree] = {}
         self._last: tuple[str, Evaluation] | None = None  # (patch digest, its score)
         self.last_log = ""  # the whole log of the last test run (info keeps its end)
-
-    @staticmethod
-    def default_layout(base: Layout | None = None) -> Layout:
-        """``base`` (default: the pinned root with :data:`PACKAGES`) with ``/opt/venv``
-        first on the ``PATH`` and the packages a Docker image adds."""
-        base = base or Layout(rootfs=default_root("base", PACKAGES))
-        return dataclasses.replace(base, extra_env=base.extra_env + build.env_layout_vars(),
-                                   image_packages=tuple(base.image_packages) + PACKAGES)
 
     # -- sandboxes -------------------------------------------------------------------------
 

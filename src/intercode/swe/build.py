@@ -35,7 +35,8 @@ from intercode.sandbox.limits import GiB, Limits
 from intercode.swe import specs
 from intercode.swe.repos import TESTBED, repo_path, testbed_tree
 
-__all__ = ["FORMAT", "VENV", "BuildError", "Built", "build_env", "env_layout_vars", "needs_env"]
+__all__ = ["FORMAT", "PACKAGES", "VENV", "BuildError", "Built", "build_env", "env_layout_vars",
+           "needs_env", "swe_layout"]
 
 FORMAT = 1
 VENV = "opt/venv"
@@ -53,6 +54,22 @@ class Built:
 
     tree: FileTree
     manifest: dict[str, Any]
+
+
+# what the benchmark's root adds to the base one: venv, for the instances' packages
+PACKAGES = ("python3-venv",)
+
+
+def swe_layout(base: Layout | None = None) -> Layout:
+    """``base`` (default: the pinned root with :data:`PACKAGES`) with ``/opt/venv`` first
+    on the ``PATH`` and the packages a Docker image adds."""
+    import dataclasses
+
+    from intercode.sandbox.rootfs import default_root
+
+    base = base or Layout(rootfs=default_root("base", PACKAGES))
+    return dataclasses.replace(base, extra_env=base.extra_env + env_layout_vars(),
+                               image_packages=tuple(base.image_packages) + PACKAGES)
 
 
 def env_layout_vars() -> tuple[tuple[str, str], ...]:

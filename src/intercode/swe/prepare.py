@@ -28,7 +28,6 @@ def prepare(dataset: str, instances: Sequence[str] = (), backend: str = "bwrap",
             progress: Callable[[Prepared], None] | None = None) -> list[Prepared]:
     """Build (or find built) the environment of each instance of ``dataset`` (a SWE
     dataset name or file), or of those named in ``instances``."""
-    from intercode.envs.swe import SweEnv
     from intercode.swe import build, specs
 
     ds = load_dataset(dataset, "swe")
@@ -40,7 +39,7 @@ def prepare(dataset: str, instances: Sequence[str] = (), backend: str = "bwrap",
     if missing:
         raise ConfigError(f"{dataset} has no instance {', '.join(sorted(missing))}")
     specs.swebench_version()
-    layout = SweEnv.default_layout()
+    layout = build.swe_layout()
     out = []
     for task in tasks:
         started = time.monotonic()
