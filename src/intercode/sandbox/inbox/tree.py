@@ -30,15 +30,12 @@ DIR, FILE, LINK = "d", "f", "l"
 TRUST_NS = 50 * 1000 * 1000
 
 
+_KINDS = {stat.S_IFDIR: DIR, stat.S_IFREG: FILE, stat.S_IFLNK: LINK}
+
+
 def kind_of(mode):
     """Return the entry kind of an ``st_mode`` (``None`` for sockets, fifos, devices)."""
-    if stat.S_ISDIR(mode):
-        return DIR
-    if stat.S_ISREG(mode):
-        return FILE
-    if stat.S_ISLNK(mode):
-        return LINK
-    return None
+    return _KINDS.get(stat.S_IFMT(mode))
 
 
 # The size of an empty directory on tmpfs: the kernel counts 20 bytes per entry, "." and
@@ -131,12 +128,14 @@ class Tree(hashing.Hashing):
             entries = fsops.list_dir(self.abspath(rel), st, grants, grants.bits)
             if opened is not None and len(grants.changed) > granted:
                 opened.add(rel)
+            prefix = rel + "/" if rel else ""
+            devs = self.devs
             for name, child_st in entries or ():
                 if name in prune_names:
                     continue
-                child = join(rel, name)
+                child = prefix + name
                 if stat.S_ISDIR(child_st.st_mode):
-                    if not self.ours(child_st.st_dev):
+                    if child_st.st_dev not in devs:  # another mount: never entered
                         continue
                     if descend is None or descend(child):
                         stack.append((child, child_st))
@@ -264,6 +263,13 @@ class Tree(hashing.Hashing):
                 del self.clean[path]
         self.pristine = new
 
+    def _pristine_order(self):
+        """The pristine paths, sorted (computed once per pristine state)."""
+        cached = getattr(self, "_order_cache", None)
+        if cached is None or cached[0] is not self.pristine:
+            cached = self._order_cache = (self.pristine, sorted(self.pristine))
+        return cached[1]
+
     # -- restore -----------------------------------------------------------------------
 
     def restore(self):
@@ -276,8 +282,12 @@ class Tree(hashing.Hashing):
         grants = fsops.Grants(keep=True, bits=fsops.NEED_WRITE)
         dirty = set()  # the directories opened up by the scan get their mode back at the end
         current = self._scan(frozenset(), grants, descend=self._pristine_dir, opened=dirty)
-        doomed = {rel for rel, st in current.items()
-                  if rel not in self.pristine or self.pristine[rel][0] != kind_of(st.st_mode)}
+        pristine = self.pristine
+        doomed = set()
+        for rel, st in current.items():
+            want = pristine.get(rel)
+            if want is None or want[0] != _KINDS.get(stat.S_IFMT(st.st_mode)):
+                doomed.add(rel)
         self._remove(doomed, current, dirty)
         stats = {"deleted": len(doomed), "written": 0}
         reorder = set()
@@ -309,8 +319,16 @@ class Tree(hashing.Hashing):
         rename inside it, even one undone, moves an entry in the listing).
         """
         touched = []
-        for rel in sorted(self.pristine):
+        clean = self.clean
+        for rel in self._pristine_order():
             st = None if rel in doomed else current.get(rel)
+            if st is not None:
+                # the common case, inline: the inode we wrote, unchanged since (_trusted)
+                record = clean.get(rel)
+                if (record is not None and record[0] == st.st_ino
+                        and record[1] == st.st_ctime_ns
+                        and st.st_ctime_ns + TRUST_NS < record[2]):
+                    continue
             if st is not None and self._same_inode(rel, st):
                 if not self._trusted(rel, st):
                     if self.pristine[rel][0] == DIR:
