@@ -40,7 +40,10 @@ def settings(args: argparse.Namespace) -> EnvSettings:
     workers in the environment)."""
     from intercode.envs.settings import EnvSettings
 
-    if args.image is not None:
+    swe_image = None
+    if args.image is not None and args.env == "swe":
+        swe_image = args.image  # a pattern per instance, on either backend
+    elif args.image is not None:
         if args.sandbox != "docker":
             raise ConfigError("--image needs --sandbox docker")
         os.environ["INTERCODE_DOCKER_IMAGE"] = args.image  # the workers inherit it
@@ -52,7 +55,7 @@ def settings(args: argparse.Namespace) -> EnvSettings:
                        sql_max_result_rows=args.sql_max_result_rows,
                        sql_metric=args.sql_metric, test_timeout=args.test_timeout,
                        gold_cache=not args.no_gold_cache, sandbox=args.sandbox,
-                       repo_mirror=args.repo_mirror)
+                       repo_mirror=args.repo_mirror, image=swe_image)
 
 
 class EnvNames(Sequence[str]):
@@ -127,7 +130,9 @@ def add_env_options(p: argparse.ArgumentParser, env_option: bool = False) -> Non
                         "engine; see docs/docker.md), or one a plugin registers")
     p.add_argument("--image", default=None, metavar="NAME",
                    help="docker: the image the sandboxes run (default: $INTERCODE_DOCKER_IMAGE, "
-                        "else the one `intercode image build` makes)")
+                        "else the one `intercode image build` makes); swe: a prebuilt image "
+                        "per instance on either backend, e.g. "
+                        "'swebench/sweb.eval.x86_64.{instance_id}'")
     p.add_argument("--host-network", action="store_true",
                    help="ctf: share the host's network instead (host loopback services, e.g. "
                         "a local MariaDB, become reachable)")

@@ -21,7 +21,8 @@ class EnvSettings:
     (seconds per test statement of the Python benchmark), ``gold_cache`` (Bash: reuse the
     gold's stored results, see :mod:`intercode.envs.gold_cache`), ``sandbox`` (the
     sandbox backend: ``bwrap`` or ``docker``, see ``intercode.sandbox``), ``repo_mirror``
-    (SWE: a folder of local clones, see :mod:`intercode.swe.repos`). ``None`` is the
+    (SWE: a folder of local clones, see :mod:`intercode.swe.repos`), ``image`` (SWE: a
+    prebuilt image per instance, a pattern, see :mod:`intercode.swe.images`). ``None`` is the
     environment's own default.
     """
 
@@ -37,3 +38,4 @@ class EnvSettings:
     gold_cache: bool = True
     sandbox: str = "bwrap"
     repo_mirror: str | None = None
+    image: str | None = None

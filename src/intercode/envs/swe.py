@@ -33,13 +33,19 @@ from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
-from intercode.errors import ConfigError, DatasetError, SandboxError, TaskUnavailable
+from intercode.errors import (
+    ConfigError,
+    DatasetError,
+    SandboxError,
+    SandboxUnavailableError,
+    TaskUnavailable,
+)
 from intercode.sandbox import create_sandbox, require_backend
 from intercode.sandbox.base import Sandbox
 from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits, MiB
-from intercode.swe import build, grading, patches, specs
+from intercode.swe import build, grading, images, patches, specs
 from intercode.swe.repos import TESTBED
 
 __all__ = ["SweEnv"]
@@ -74,6 +80,9 @@ class SweEnv(IntercodeEnv):
         repo_mirror: a folder of local clones (offline; see :mod:`intercode.swe.repos`);
             default ``$INTERCODE_REPO_MIRROR``.
         test_timeout: seconds the test command may run when scoring (default 900).
+        image: a prebuilt image per instance, by pattern (``{instance_id}``,
+            ``{docker_id}``; an instance's own ``image`` field comes first): see
+            :mod:`intercode.swe.images`. Without one, environments are built here.
     """
 
     env_name = "swe"
@@ -82,12 +91,13 @@ class SweEnv(IntercodeEnv):
     def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> SweEnv:
         """Limits, backend, repository mirror and test time of the settings."""
         return cls(dataset, limits=settings.limits, backend=settings.sandbox,
-                   repo_mirror=settings.repo_mirror, test_timeout=settings.test_timeout)
+                   repo_mirror=settings.repo_mirror, test_timeout=settings.test_timeout,
+                   image=settings.image)
 
     def __init__(self, dataset: str | Dataset = "swe-demo", *, limits: Limits | None = None,
                  layout: Layout | None = None, backend: str = "bwrap",
                  repo_mirror: str | None = None, test_timeout: float | None = None,
-                 render_mode: str | None = None) -> None:
+                 image: str | None = None, render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self._limit_observations(self.limits.output + NOTE_CHARS)
@@ -102,30 +112,38 @@ class SweEnv(IntercodeEnv):
             raise ConfigError(f"test_timeout must be a number of seconds (0 < s < 86400), "
                               f"not {test_timeout!r}")
         self.test_timeout = float(test_timeout or DEFAULT_TEST_TIMEOUT)
+        if image is not None and not isinstance(image, str):
+            raise ConfigError("image must be an image name or pattern")
+        self.image = image
         self._box: Sandbox | None = None
         self._scorer: Sandbox | None = None
-        self._trees: dict[str, FileTree] = {}
+        self._box_layout = self._scorer_layout = self.layout
+        self._trees: dict[str, tuple[FileTree, Layout]] = {}
         self._last: tuple[str, Evaluation] | None = None  # (patch digest, its score)
         self.last_log = ""  # the whole log of the last test run (info keeps its end)
 
     # -- sandboxes -------------------------------------------------------------------------
 
-    def _sandbox(self) -> Sandbox:
-        if self._box is None or not self._box.alive:
+    def _sandbox(self, layout: Layout | None = None) -> Sandbox:
+        """The agent's sandbox (a new one when the task needs another root or image)."""
+        want = layout or self._box_layout
+        if self._box is None or not self._box.alive or want != self._box_layout:
             if self._box is not None:
                 self._box.close()
-            self._box = create_sandbox(self.backend, self.limits, self.layout)
+            self._box, self._box_layout = None, want
+            self._box = create_sandbox(self.backend, self.limits, want)
             self._box.start()
         return self._box
 
-    def _scoring_sandbox(self) -> Sandbox:
-        if self._scorer is None or not self._scorer.alive:
+    def _scoring_sandbox(self, layout: Layout) -> Sandbox:
+        if self._scorer is None or not self._scorer.alive or layout != self._scorer_layout:
             if self._scorer is not None:
                 self._scorer.close()
+            self._scorer, self._scorer_layout = None, layout
             limits = dataclasses.replace(self.limits, timeout=self.test_timeout,
                                          output=max(self.limits.output, MAX_PATCH),
                                          output_hard=max(self.limits.output_hard, 4 * MAX_PATCH))
-            self._scorer = create_sandbox(self.backend, limits, self.layout)
+            self._scorer = create_sandbox(self.backend, limits, layout)
             self._scorer.start()
         return self._scorer
 
@@ -133,17 +151,25 @@ class SweEnv(IntercodeEnv):
         """Start the agent's sandbox."""
         self._sandbox()
 
-    def _tree(self, task: SweTask) -> FileTree:
-        tree = self._trees.get(task.task_id)
-        if tree is None:
+    def _tree(self, task: SweTask) -> tuple[FileTree, Layout]:
+        """The task's tree and the layout of its sandboxes (built or exported once)."""
+        found = self._trees.get(task.task_id)
+        if found is None:
             try:
-                tree = build.build_env(task, self.backend, self.layout, self.repo_mirror).tree
-            except (DatasetError, ConfigError) as exc:
+                name = images.image_for(task, self.image)
+                if name is not None:
+                    exported = images.export_image(name)
+                    found = (exported.testbed(),
+                             images.image_layout(exported, self.backend, self.layout))
+                else:
+                    found = (build.build_env(task, self.backend, self.layout,
+                                             self.repo_mirror).tree, self.layout)
+            except (DatasetError, ConfigError, SandboxUnavailableError) as exc:
                 raise TaskUnavailable(f"task {task.task_id}: {exc}") from None
             if len(self._trees) >= 4:
                 self._trees.pop(next(iter(self._trees)))
-            self._trees[task.task_id] = tree
-        return tree
+            self._trees[task.task_id] = found
+        return found
 
     # -- the episode -----------------------------------------------------------------------
 
@@ -152,8 +178,9 @@ class SweEnv(IntercodeEnv):
         if not isinstance(task, SweTask):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a SWE task")
         specs.swebench_version()  # the scoring needs the package: say so before the episode
-        box = self._sandbox()
-        box.load(self._tree(task))
+        tree, layout = self._tree(task)
+        box = self._sandbox(layout)
+        box.load(tree)
         result = box.run(f"cd /{TESTBED}")
         if result.exit_code != 0:
             raise SandboxError(f"cannot enter /{TESTBED}: {result.observation}")
@@ -211,8 +238,9 @@ class SweEnv(IntercodeEnv):
             info["dropped_paths"] = dropped[:50]
         if len(patch.encode()) > MAX_PATCH:
             return _zero(info, f"the patch is larger than {MAX_PATCH >> 20} MiB")
-        box = self._scoring_sandbox()
-        box.load(self._tree(task))
+        tree, layout = self._tree(task)
+        box = self._scoring_sandbox(layout)
+        box.load(tree)
         if kept.strip():
             problem = self._apply(box, kept, "agent.patch", "the patch does not apply")
             if problem:

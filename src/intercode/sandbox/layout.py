@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from intercode.errors import SandboxUnavailableError
+from intercode.errors import ConfigError, SandboxUnavailableError
 from intercode.sandbox.limits import Limits
 from intercode.sandbox.network import resolv_conf
 from intercode.sandbox.rootfs import default_root
@@ -75,7 +75,19 @@ class Layout:
     image: str | None = None  # the docker backend's image (see intercode.sandbox.docker.sandbox)
     image_profile: str = "base"  # which built image the docker backend uses without one
     image_packages: tuple[str, ...] = ()  # and the Debian packages that image adds
+    # more paths of the root file system (or the image) shown read-only at the same place,
+    # e.g. ``opt/miniconda3`` of a SWE-bench image: outside the tree, so never scanned,
+    # restored or written
+    ro_paths: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        for path in self.ro_paths:
+            parts = path.split("/")
+            if (not isinstance(path, str) or not path or path.startswith("/")
+                    or any(p in ("", ".", "..") for p in parts) or parts[0] in (
+                        "usr", "etc", "proc", "dev", "tmp", *TOP_LEVEL)):
+                raise ConfigError(f"a read-only path of the layout must be relative, below "
+                                  f"/ and outside /usr, /etc, /proc, /dev, /tmp: {path!r}")
     @property
     def home(self) -> str:
         """The user's home directory inside the sandbox."""
@@ -135,6 +147,14 @@ class Layout:
             elif path.is_dir():
                 args += ["--ro-bind", str(path), f"/{name}"]
         args += ["--ro-bind", str(root / "etc"), "/etc"]
+        for shown in self.ro_paths:
+            source = root / shown
+            # a link anywhere on the way (the root is an image's export) could lead out
+            if (not source.is_dir() or source.resolve() != root.resolve() / shown):
+                raise SandboxUnavailableError(f"the root file system {root} has no directory "
+                                              f"/{shown} to show (or it is reached through a "
+                                              "symbolic link)")
+            args += ["--ro-bind", str(source), f"/{shown}"]
         for name, fd in sorted(etc_fds.items()):
             args += ["--ro-bind-data", str(fd), f"/etc/{name}"]
         args += ["--proc", "/proc", *masked_proc_args(), "--dev", "/dev",

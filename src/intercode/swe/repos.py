@@ -32,7 +32,8 @@ from intercode.fsutil import cache_dir, write_atomic
 from intercode.sandbox.filetree import DIR, FILE, LINK, Entry, FileTree
 from intercode.sandbox.layout import EPOCH_NS
 
-__all__ = ["GIT_IDENTITY", "TESTBED", "clean_git_env", "repo_path", "testbed_tree"]
+__all__ = ["GIT_IDENTITY", "TESTBED", "clean_git_env", "repo_path", "testbed_tree",
+           "tree_of_folder"]
 
 TESTBED = "testbed"
 GIT_TIMEOUT = 1800.0  # a first clone of a large repository
@@ -195,10 +196,16 @@ def testbed_tree(repo: str, commit: str,
             elif target.exists():
                 target.unlink()
         (work / ".git" / "hooks").mkdir()
-        tree = FileTree.of(_entries(Path(tmp), TESTBED))
+        tree = tree_of_folder(Path(tmp), TESTBED)
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(archive, tree.to_tar())
     return tree
+
+
+def tree_of_folder(root: Path, top: str) -> FileTree:
+    """``root/top`` as a tree: every directory, file and link below it, dated
+    :data:`EPOCH_NS` (nothing else: no device, no fifo)."""
+    return FileTree.of(_entries(root, top))
 
 
 def _entries(root: Path, top: str) -> list[Entry]:

@@ -408,7 +408,7 @@ class DockerSandbox(SupervisedSandbox):
         # the agent's processes get a memory cgroup of their own, the container's less
         # the supervisor's room, so that the OOM killer never picks pid 1 (inbox/oomguard)
         cfg["root"] = {"root": NEW_ROOT, "uid": self.layout.uid, "gid": self.layout.gid,
-                       "top_level": list(TOP_LEVEL),
+                       "top_level": list(TOP_LEVEL), "ro_paths": list(self.layout.ro_paths),
                        "agent_memory": self._agent_memory(), "pty_max": cfg.pop("pty_max")}
         cfg["seccomp"] = seccomp.program(namespaces=True).hex()
         cfg["epoch_ns"] = EPOCH_NS

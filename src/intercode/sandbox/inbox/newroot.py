@@ -57,9 +57,16 @@ def _bind(source, target, remount_flags):
         _mount(None, target, remount_flags)
 
 
-def build(new, top_level, ptys=None):
-    """Lay ``new`` (a fresh tmpfs) out as bubblewrap lays out its root."""
+def build(new, top_level, ptys=None, ro_paths=()):
+    """Lay ``new`` (a fresh tmpfs) out as bubblewrap lays out its root; ``ro_paths``:
+    more directories of the image shown read-only at the same place."""
     _bind("/usr", new + "/usr", READ_ONLY)
+    for rel in ro_paths:
+        source = "/" + rel
+        if os.path.islink(source) or not os.path.isdir(source):
+            raise OSError(0, "the image has no directory %s to show" % source)
+        os.makedirs(os.path.dirname(new + source), 0o755, exist_ok=True)
+        _bind(source, new + source, READ_ONLY)
     for name in top_level:
         path = "/" + name
         if os.path.islink(path):
@@ -110,15 +117,19 @@ def enter(spec):
     size (see :mod:`oomguard`); returns why not when that failed, else ``None``."""
     try:
         return _enter(spec["root"], int(spec["uid"]), int(spec["gid"]), spec["top_level"],
-                      spec.get("agent_memory"), spec.get("pty_max"))
+                      spec.get("agent_memory"), spec.get("pty_max"), spec.get("ro_paths") or ())
     except (ValueError, KeyError, TypeError, IndexError) as exc:  # the caller reports OSError
         raise OSError(0, "cannot build the sandbox's root: %r" % (exc,)) from None
 
 
-def _enter(new, uid, gid, top_level, agent_memory, ptys=None):
+def _enter(new, uid, gid, top_level, agent_memory, ptys=None, ro_paths=()):
     _mount(None, "/", MS_REC | MS_PRIVATE)
     unguarded = None if agent_memory is None else oomguard.protect(agent_memory, _mount)
-    build(new, top_level, ptys)
+    build(new, top_level, ptys, ro_paths)
+    for rel in ro_paths:  # the directories made to hold them are the agent's, as bwrap's
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            os.lchown(new + "/" + "/".join(parts[:i]), uid, gid)
     for path in (new, *("%s/%s" % (new, n) for n in top_level
                         if os.path.islink("%s/%s" % (new, n)))):
         os.lchown(path, uid, gid)  # as bubblewrap's: the agent's
