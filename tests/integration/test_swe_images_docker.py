@@ -16,8 +16,8 @@ from intercode.benchmarks.swe import apply_gold
 from intercode.datasets.swe import SweTask, load
 from intercode.envs.swe import SweEnv
 from intercode.sandbox.filetree import DIR, FILE, LINK
-from intercode.swe.images import image_for
 from intercode.swe import repos
+from intercode.swe.images import image_for
 
 PATTERN = "intercode-test/sweb.eval.x86_64.{instance_id}"
 MARKER = "#!/bin/sh\necho from-the-conda-env\n"
