@@ -113,6 +113,7 @@ ABSENT = [
     ("ray", ["eval", "bash", "--dataset", "bash-demo", "--agent", "gold", "--executor", "ray",
              "--output", "r", "--no-progress"]),
     ("inspect", ["export", "inspect", "run", "-o", "run.eval"]),
+    ("swe", ["eval", "swe", "--agent", "gold", "--output", "s", "--no-progress"]),
 ]
 
 

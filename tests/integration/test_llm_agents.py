@@ -19,7 +19,7 @@ from intercode.runner.run import RunConfig, execute
 
 CASES = {"bash": ("bash-demo", tuple(range(8))), "sql": ("spider-dev", tuple(range(12))),
          "python": ("mbpp-prompt", tuple(range(10))),
-         "ctf": ("intercode-ctf", (0, 3, 4, 5, 13, 23, 44))}
+         "ctf": ("intercode-ctf", (0, 3, 4, 5, 13, 23, 44)), "swe": ("swe-demo", (0, 1, 2))}
 TURNS = {"single-turn": 1, "try-again": 10, "react": 10, "plan-solve": None}
 
 

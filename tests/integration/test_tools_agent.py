@@ -21,7 +21,8 @@ from intercode.runner.episode import run_episode
 from intercode.runner.run import RunConfig, execute
 
 CASES = {"bash": ("bash-demo", (0, 1, 2, 3)), "sql": ("spider-dev", (0, 1, 2, 3)),
-         "python": ("mbpp-prompt", (0, 1, 2, 3)), "ctf": ("intercode-ctf", (0, 3, 4, 5))}
+         "python": ("mbpp-prompt", (0, 1, 2, 3)), "ctf": ("intercode-ctf", (0, 3, 4, 5)),
+         "swe": ("swe-demo", (0, 1, 2))}
 
 
 def run(tmp_path, env, server, stream=False, show_reward=False, turns=10, tasks=None, **kw):

@@ -99,6 +99,7 @@ class SweEnv(IntercodeEnv):
                  repo_mirror: str | None = None, test_timeout: float | None = None,
                  image: str | None = None, render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
+        specs.swebench_version()  # the scoring needs the package: say so before anything runs
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self._limit_observations(self.limits.output + NOTE_CHARS)
         self.backend = require_backend(backend)
@@ -177,7 +178,6 @@ class SweEnv(IntercodeEnv):
         """The task's tree in the sandbox, a fresh shell in ``/testbed``."""
         if not isinstance(task, SweTask):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a SWE task")
-        specs.swebench_version()  # the scoring needs the package: say so before the episode
         tree, layout = self._tree(task)
         box = self._sandbox(layout)
         box.load(tree)

@@ -135,4 +135,4 @@ class GoldResponder:
                 return (f"Thought {turn}: That should do it.\n"
                         f"Action {turn}: submit[{submit.removeprefix('submit ')}]")
             return f"Thought {turn}: That answers the question.\nAction {turn}: submit"
-        return f"Thought {turn}: I run the solution.\nAction {turn}: execute[{task.gold}]"
+        return f"Thought {turn}: I run the solution.\nAction {turn}: execute[{action}]"
