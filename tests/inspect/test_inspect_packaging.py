@@ -35,7 +35,7 @@ def test_inspect_finds_the_tasks_through_the_entry_point():
     pytest.importorskip("inspect_ai")
     from inspect_ai._util.registry import registry_lookup
 
-    for name in ("bash", "sql", "python", "ctf"):
+    for name in ("bash", "sql", "python", "ctf", "swe"):
         assert registry_lookup("task", f"intercode/{name}") is not None, name
 
 

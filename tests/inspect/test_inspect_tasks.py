@@ -15,6 +15,7 @@ CASES = [
     ("sql", "spider-dev", [0, 1, 2], "SELECT 1"),
     ("python", "mbpp", [0, 1], "def nothing():\n    return 0"),
     ("ctf", "intercode-ctf", [0], "submit picoCTF{not_the_flag}"),
+    ("swe", "swe-demo", [0, 1], "echo '# not a fix' >> textkit/words.py"),
 ]
 
 

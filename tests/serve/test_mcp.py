@@ -34,7 +34,7 @@ from intercode.datasets import load_dataset
 
 TOKEN = "s3cret-test-token"
 ENVS = {"bash": ("bash-demo", 2), "sql": ("spider-dev", 0), "python": ("mbpp-prompt", 0),
-        "ctf": ("intercode-ctf", 0)}
+        "ctf": ("intercode-ctf", 0), "swe": ("swe-demo", 0)}
 NEEDS_SESSION = "keeps one episode per MCP session"
 
 
@@ -150,7 +150,8 @@ async def wrong_episode(client: Client, env: str, dataset: str, index: int) -> N
         await call(client, "execute", code=f"def {name}(*args, **kwargs):\n    return None")
         end = await call(client, "submit", answer=name)
     else:
-        await call(client, "execute", code={"bash": "echo nothing", "sql": "SELECT 1"}[env])
+        await call(client, "execute", code={"bash": "echo nothing", "sql": "SELECT 1",
+                                            "swe": "echo '# no fix' >> textkit/words.py"}[env])
         assert (await call(client, "evaluate"))["reward"] < 1.0
         end = await call(client, "submit")
     assert end["reward"] < 1.0 and end["done"] is True

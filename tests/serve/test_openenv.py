@@ -44,8 +44,10 @@ SERVERS = {
     "sql": ("spider-dev", ["--max-sessions", "2"], 0),
     "python": ("mbpp", ["--max-sessions", "2"], 0),
     "ctf": ("intercode-ctf", ["--max-sessions", "2", "--idle-timeout", "3"], 0),
+    "swe": ("swe-demo", ["--max-sessions", "2"], 0),
 }
-WRONG = {"bash": "echo nothing useful", "sql": "SELECT 1", "python": "unrelated = 1"}
+WRONG = {"bash": "echo nothing useful", "sql": "SELECT 1", "python": "unrelated = 1",
+         "swe": "echo '# no fix' >> textkit/words.py"}
 
 
 @dataclass
