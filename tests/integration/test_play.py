@@ -67,3 +67,14 @@ def test_a_ctf_session_survives_a_wrong_flag_and_an_unavailable_task():
     term, out = scripted(["n"])
     assert play("ctf", "intercode-ctf", 9, Limits(), term) == 0
     assert "task unavailable: task 9 needs the network" in out.getvalue()
+
+
+def test_a_swe_session_fixes_the_issue_with_a_score_on_the_way():
+    term, out = scripted(["grep -n 'split' textkit/words.py", ":score",
+                          "sed -i 's/text.split(\" \")/text.split()/' textkit/words.py",
+                          "git diff --stat", "submit", "n"])
+    assert play("swe", "swe-demo", 0, Limits(), term) == 0
+    text = out.getvalue()
+    assert "count_words" in text and "testbed$" in text
+    assert "score if submitted now: 0.00" in text
+    assert "1 file changed" in text and "reward: 1.00" in text

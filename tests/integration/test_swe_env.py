@@ -164,3 +164,21 @@ def test_hostile_test_names_only_fail_to_match(tmp_path: Path) -> None:
         assert scorer.exec(["/bin/ls", "/tmp/pwned"]).exit_code != 0
     finally:
         env.close()
+
+
+def test_snapshot_restore_and_fork_keep_the_repository_state(env: SweEnv) -> None:
+    env.reset(options={"task": 0})
+    step(env, "echo 'EDITED = 1' >> textkit/words.py")
+    snap = env.snapshot()
+    step(env, "rm -rf textkit")
+    env.restore(snap)
+    assert "EDITED = 1" in step(env, "tail -n 1 textkit/words.py")[0]
+    child = env.fork()
+    try:
+        assert "EDITED = 1" in child.step("tail -n 1 textkit/words.py")[0]
+        child.step("sed -i 's/text.split(\" \")/text.split()/' textkit/words.py")
+        assert child.step("submit")[1] == 1.0
+    finally:
+        child.close()
+    assert env.evaluate().reward == 0.0  # the parent kept its own tree
+    snap.release()

@@ -28,7 +28,7 @@ from typing import Any
 
 from intercode.datasets import Dataset, Task
 from intercode.datasets.swe import SweTask
-from intercode.envs import arguments
+from intercode.envs import arguments, sandbox_state
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
@@ -38,8 +38,10 @@ from intercode.errors import (
     DatasetError,
     SandboxError,
     SandboxUnavailableError,
+    SnapshotError,
     TaskUnavailable,
 )
+from intercode.execstate import ExecState
 from intercode.sandbox import create_sandbox, require_backend
 from intercode.sandbox.base import Sandbox
 from intercode.sandbox.filetree import FileTree
@@ -296,6 +298,29 @@ class SweEnv(IntercodeEnv):
         done = box.exec(["git", "status", "--porcelain", "-z", "--untracked-files=all",
                          "--no-renames"], cwd=f"/{TESTBED}", timeout=120.0)
         return [item[3:] for item in done.output.split("\0") if len(item) > 3]
+
+    # -- snapshots (see envs/sandbox_state.py) -------------------------------------------
+
+    def save_state(self) -> ExecState:
+        """The agent's tree (repository, venv) and shell state."""
+        return sandbox_state.save(self._sandbox())
+
+    def load_state(self, state: ExecState) -> None:
+        """The agent's sandbox back in ``state`` (the next score is computed afresh)."""
+        loaded = sandbox_state.load(self._sandbox(), state)
+        self._last = None
+        self.restore_note = loaded.note()
+
+    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+        """``other``'s agent sandbox in ``state``."""
+        if not isinstance(other, SweEnv):
+            raise SnapshotError("a SWE snapshot forks only into a SWE environment")
+        if other._box_layout != self._box_layout:
+            raise SnapshotError("a SWE snapshot forks only into an environment on the same "
+                                "root or image")
+        moved = sandbox_state.copy(state, self._sandbox(), other._sandbox())
+        other._last = None
+        other.restore_note = moved.note()
 
     def close(self) -> None:
         """Stop both sandboxes."""
