@@ -183,3 +183,42 @@ def test_a_blob_pinned_file_is_checked_by_its_blob_id(tmp_path: Path,
     bad = DataFile("data/swe-bench/f.json", "swe-bench/f.json", "", 0, blob="0" * 40)
     with pytest.raises(DatasetError, match="does not match the pinned revision"):
         fetch_file(bad)
+
+
+def test_a_blob_pinned_file_is_downloaded_and_checked(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import http.server
+    import threading
+    from functools import partial
+
+    data = b'[{"task_id": "x"}]\n'
+    served = tmp_path / "srv" / "data" / "swe-bench"
+    served.mkdir(parents=True)
+    (served / "f.json").write_bytes(data)
+    (served / "g.json").write_bytes(b"tampered")
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "srv"))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.delenv("INTERCODE_DATA_MIRROR", raising=False)
+        monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setenv("INTERCODE_DATA_URL", f"http://127.0.0.1:{httpd.server_port}")
+        good = DataFile("data/swe-bench/f.json", "swe-bench/f.json", "", 0, blob=blob_id(data))
+        path = fetch_file(good)
+        assert path.read_bytes() == data and str(path).startswith(str(tmp_path / "cache"))
+        bad = DataFile("data/swe-bench/g.json", "swe-bench/g.json", "", 0, blob=blob_id(data))
+        with pytest.raises(DatasetError, match="does not have the pinned content"):
+            fetch_file(bad)
+    finally:
+        httpd.shutdown()
+
+
+def test_the_seed_file_absent_from_a_mirror_is_unavailable_not_a_crash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from intercode.errors import DataUnavailable
+
+    monkeypatch.setenv("INTERCODE_DATA_MIRROR", str(tmp_path))
+    monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(DataUnavailable, match="ic_swe_bench.json"):
+        load("ic-swe-bench")

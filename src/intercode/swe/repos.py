@@ -4,9 +4,10 @@ Clones live once per repository in ``$INTERCODE_CACHE/repos/<owner>__<name>.git`
 shared by every instance); a commit they lack is fetched. ``repo_mirror`` (``--repo-mirror
 DIR``) names a folder of local clones instead (``DIR/<owner>__<name>[.git]``,
 ``DIR/<owner>/<name>[.git]`` or ``DIR/<name>[.git]``), read and never written: the
-offline way. With neither, clones come from GitHub, with ``$GITHUB_TOKEN`` when set: the
-token goes to git in its environment (an HTTP header), never into a command line, a
-file, a record or a message. The bundled ``swe-demo`` repository is made from the
+offline way. With neither, clones come from GitHub (``$INTERCODE_GITHUB_URL``, default
+``https://github.com``: a GitHub Enterprise server, a local mirror server), with
+``$GITHUB_TOKEN`` when set: the token goes to git in its environment (an HTTP header for
+that server only), never into a command line, a file, a record or a message. The bundled ``swe-demo`` repository is made from the
 package's files, the same commit on every machine.
 
 ``/testbed`` (:func:`testbed_tree`) is the repository at the task's base commit, with a
@@ -32,7 +33,7 @@ from intercode.fsutil import cache_dir, write_atomic
 from intercode.sandbox.filetree import DIR, FILE, LINK, Entry, FileTree
 from intercode.sandbox.layout import EPOCH_NS
 
-__all__ = ["GIT_IDENTITY", "TESTBED", "clean_git_env", "repo_path", "testbed_tree",
+__all__ = ["GIT_IDENTITY", "TESTBED", "clean_git_env", "github_url", "repo_path", "testbed_tree",
            "tree_of_folder"]
 
 TESTBED = "testbed"
@@ -53,9 +54,19 @@ def clean_git_env(token: bool = False) -> dict[str, str]:
     if secret:
         basic = base64.b64encode(f"x-access-token:{secret}".encode()).decode()
         env.update({"GIT_CONFIG_COUNT": "1",
-                    "GIT_CONFIG_KEY_0": "http.https://github.com/.extraheader",
+                    "GIT_CONFIG_KEY_0": f"http.{github_url()}/.extraheader",
                     "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}"})
     return env
+
+
+def github_url() -> str:
+    """Where repositories are cloned from (``$INTERCODE_GITHUB_URL``)."""
+    url = os.environ.get("INTERCODE_GITHUB_URL", "").strip().rstrip("/")
+    if not url:
+        return "https://github.com"
+    if not re.match(r"^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._/-]*)?$", url):
+        raise DatasetError(f"INTERCODE_GITHUB_URL is not an http(s) URL: {url[:80]!r}")
+    return url
 
 
 def _git(args: list[str], cwd: Path | None = None, token: bool = False,
@@ -115,7 +126,7 @@ def repo_path(repo: str, commit: str, mirror: str | os.PathLike[str] | None = No
         if not _has_commit(path, commit):
             raise DatasetError(f"the bundled repository {repo} has no commit {commit}")
         return path
-    url = f"https://github.com/{repo}.git"
+    url = f"{github_url()}/{repo}.git"
     if not (path / "HEAD").is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
