@@ -23,7 +23,7 @@ TOKEN = "tok-Secret-9f2c"
 class Recording(http.server.SimpleHTTPRequestHandler):
     seen: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         Recording.seen.append(self.headers.get("Authorization", ""))
         super().do_GET()
 
