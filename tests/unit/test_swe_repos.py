@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -21,7 +22,7 @@ TOKEN = "tok-Secret-9f2c"
 
 
 class Recording(http.server.SimpleHTTPRequestHandler):
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         Recording.seen.append(self.headers.get("Authorization", ""))

@@ -220,5 +220,5 @@ def test_the_seed_file_absent_from_a_mirror_is_unavailable_not_a_crash(
 
     monkeypatch.setenv("INTERCODE_DATA_MIRROR", str(tmp_path))
     monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path / "cache"))
-    with pytest.raises(DataUnavailable, match="ic_swe_bench.json"):
+    with pytest.raises(DataUnavailable, match=r"ic_swe_bench\.json"):
         load("ic-swe-bench")

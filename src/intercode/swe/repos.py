@@ -7,8 +7,9 @@ DIR``) names a folder of local clones instead (``DIR/<owner>__<name>[.git]``,
 offline way. With neither, clones come from GitHub (``$INTERCODE_GITHUB_URL``, default
 ``https://github.com``: a GitHub Enterprise server, a local mirror server), with
 ``$GITHUB_TOKEN`` when set: the token goes to git in its environment (an HTTP header for
-that server only), never into a command line, a file, a record or a message. The bundled ``swe-demo`` repository is made from the
-package's files, the same commit on every machine.
+that server only), never into a command line, a file, a record or a message. The
+bundled ``swe-demo`` repository is made from the package's files, the same commit on
+every machine.
 
 ``/testbed`` (:func:`testbed_tree`) is the repository at the task's base commit, with a
 ``.git`` that holds that one commit and nothing later (a shallow fetch: no future fix
