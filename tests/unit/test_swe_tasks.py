@@ -110,7 +110,8 @@ def section(path: str, new: str = "x = 1") -> str:
     "tests/test_a.py", "src/pkg/testing/util.py", "conftest.py", "sub/conftest.py",
     "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "unittest.py", "_pytest/x.py",
     "sitecustomize.py", "lib/usercustomize.py", "evil.pth", "e2e/run.py", "TESTS/X.py",
-    "pkg/test_util.py", "pkg/util_test.py", "./tests/x", "a//tests/b.py"])
+    "pkg/test_util.py", "pkg/util_test.py", "./tests/x", "a//tests/b.py",
+    ".git/hooks/pre-commit", "sub/.git/config", "../outside.py", "a/../../b.py", ""])
 def test_protected_paths(path: str) -> None:
     assert patches.is_protected(path)
 

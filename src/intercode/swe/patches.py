@@ -11,6 +11,7 @@ test patch:
   ``test_*``, ``*_test.py``, ``*_tests.py``, ``test.py``, ``tests.py``, ``conftest.py``;
 * the test runner's configuration: ``pytest.ini``, ``setup.cfg``, ``tox.ini``,
   ``pyproject.toml``, ``.coveragerc``, ``noxfile.py``;
+* git's own files (any ``.git`` component) and paths with ``..``;
 * what Python runs at start-up whatever the test: ``sitecustomize.py``,
   ``usercustomize.py``, ``*.pth``; and, at the repository's top level (first on
   ``sys.path`` when the tests start), a module or package named like a test runner
@@ -48,8 +49,8 @@ class FilePatch:
 def is_protected(path: str) -> bool:
     """Whether changes to ``path`` are dropped (see the module's policy)."""
     parts = [p for p in path.lower().split("/") if p not in ("", ".")]
-    if not parts:
-        return True
+    if not parts or ".git" in parts or ".." in parts:
+        return True  # git's own files, or a path that leaves the repository
     name = parts[-1]
     if TEST_DIRS.intersection(parts[:-1]) or name in TEST_FILES or name in RUNNER_CONFIG:
         return True
