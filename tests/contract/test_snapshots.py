@@ -29,6 +29,7 @@ SHELL = ["echo a >> /tmp/f", "cat /tmp/f", "cd /tmp", "cd /", "pwd", "X=$((X+1))
 ALPHABETS = {
     "bash": SHELL,
     "ctf": SHELL,
+    "swe": SHELL,
     "python": ["x = globals().get('x', 0) + 1", "print(x)", "l = [x] * 2", "print(l)",
                "def f(a): return a + x", "f(2)", "import os; os.chdir('/tmp')",
                "print(os.getcwd())", "open('/tmp/f', 'a').write('a')",
@@ -55,6 +56,7 @@ SHELL_PROBE = ("pwd; echo X=$X; cat /tmp/f; ls /tmp/d; alias; umask; declare -f;
 PROBES = {
     "bash": [SHELL_PROBE],
     "ctf": [SHELL_PROBE],
+    "swe": [SHELL_PROBE],
     "python": ["import os as _os; print(sorted(k for k in globals() if k[0] != '_'), "
                "globals().get('x'), globals().get('l'), _os.getcwd(), "
                "_os.path.exists('/tmp/f') and open('/tmp/f').read())"],

@@ -36,7 +36,7 @@ from intercode.datasets.tasks import Dataset, Task
 from intercode.errors import ConfigError, DatasetError
 from intercode.fetch import fetch_file
 
-__all__ = ["DEMO", "SEED_FILE", "SweTask", "demo_repository", "load", "load_instances"]
+__all__ = ["DEMO", "IMAGE", "SEED_FILE", "SweTask", "demo_repository", "load", "load_instances"]
 
 ENV = "swe"
 DEMO = "swe-demo"
