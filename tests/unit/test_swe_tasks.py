@@ -223,3 +223,19 @@ def test_the_seed_file_absent_from_a_mirror_is_unavailable_not_a_crash(
     monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path / "cache"))
     with pytest.raises(DataUnavailable, match=r"ic_swe_bench\.json"):
         load("ic-swe-bench")
+
+
+def test_environments_that_cannot_be_built_here_say_why(tmp_path: Path) -> None:
+    pytest.importorskip("swebench")
+    from intercode.sandbox.layout import Layout
+    from intercode.swe import build
+
+    rows = [row(instance_id="x__js-1", repo="axios/axios", version="5892"),
+            row(instance_id="x__xr-1", repo="pydata/xarray", version="0.12")]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    js, xr = load_instances(path).tasks
+    layout = Layout(rootfs=tmp_path)
+    for task, why in ((js, "not a Python repository"), (xr, "conda environment.yml")):
+        with pytest.raises(build.BuildError, match=why):
+            build.build_env(task, "bwrap", layout, mirror=str(tmp_path / "none"))

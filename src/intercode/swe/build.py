@@ -87,8 +87,14 @@ def needs_env(plan: specs.TestPlan) -> bool:
 def build_env(task: SweTask, backend: str, layout: Layout,
               mirror: str | None = None, rebuild: bool = False) -> Built:
     """The task's environment tree (cached; built on first use)."""
-    testbed = testbed_tree(task.repo, task.base_commit, mirror)
     plan = specs.plan(task)
+    if not plan.python_repo:
+        raise BuildError(f"{task.task_id}: {task.repo} is not a Python repository; its "
+                         "environment cannot be built here (give --image a prebuilt image)")
+    if plan.requirements.endswith(".yml") or plan.requirements.endswith(".yaml"):
+        raise BuildError(f"{task.task_id}: its environment is a conda environment.yml; "
+                         "it cannot be built from PyPI here (give --image a prebuilt image)")
+    testbed = testbed_tree(task.repo, task.base_commit, mirror)
     if not needs_env(plan):
         return Built(testbed, {"instance_id": task.task_id, "venv": False})
     version = scm_version(task, mirror)
@@ -101,9 +107,6 @@ def build_env(task: SweTask, backend: str, layout: Layout,
     if archive.is_file() and manifest_file.is_file() and not rebuild:
         manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
         return Built(FileTree.from_tar(archive.read_bytes(), str(archive)), manifest)
-    if plan.requirements.endswith(".yml") or plan.requirements.endswith(".yaml"):
-        raise BuildError(f"{task.task_id}: its environment is a conda environment.yml; "
-                         "it cannot be built from PyPI here (give --image a prebuilt image)")
     requirements = _requirements(task, plan, mirror)
     log.warning("building the environment of %s (once; cached in %s)", task.task_id, folder)
     tree, log_tail = _build(testbed, plan, requirements, backend, layout, version)
