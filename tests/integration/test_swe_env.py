@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from backends import backends, need
 
 from intercode.benchmarks.swe import apply_gold
-from intercode.datasets.swe import load, load_instances
+from intercode.datasets.swe import SweTask, load, load_instances
 from intercode.envs.swe import SweEnv
 
 pytestmark = pytest.mark.usefixtures("swe_installed")
@@ -182,3 +183,44 @@ def test_snapshot_restore_and_fork_keep_the_repository_state(env: SweEnv) -> Non
         child.close()
     assert env.evaluate().reward == 0.0  # the parent kept its own tree
     snap.release()
+
+
+def test_outcomes_and_verdicts_equal_the_official_graders(env: SweEnv, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same logs, read by swebench's own grading (its parser, get_logs_eval,
+    get_eval_tests_report, get_resolution_status): the same per-test outcomes and the
+    same verdict, for a gold, an empty and a half fix."""
+    from swebench.harness import grading as official
+    from swebench.harness.constants import (
+        END_TEST_OUTPUT,
+        MAP_REPO_VERSION_TO_SPECS,
+        START_TEST_OUTPUT,
+    )
+    from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
+    from swebench.harness.log_parsers.python import parse_log_django
+
+    from intercode.swe.grading import PASSED
+
+    task = env.dataset[0]
+    assert isinstance(task, SweTask)
+    monkeypatch.setitem(MAP_REPO_TO_PARSER, task.repo, parse_log_django)
+    monkeypatch.setitem(official.MAP_REPO_TO_PARSER, task.repo, parse_log_django)
+    monkeypatch.setitem(MAP_REPO_VERSION_TO_SPECS, task.repo,
+                        {task.version: {"test_cmd": task.test_cmd, "python": "3.11"}})
+    half = task.gold.replace("text.split()", "[w for w in text.split(\" \") if w]")
+    env.reset(options={"task": 0})
+    for patch in (task.gold, "", half):
+        ours = env.score_patch(patch)
+        log = tmp_path / "run.log"
+        log.write_text(f"+ : '{START_TEST_OUTPUT}'\n{env.last_log}\n+ : '{END_TEST_OUTPUT}'\n")
+        spec = SimpleNamespace(repo=task.repo, version=task.version, instance_id=task.task_id)
+        status_map, found = official.get_logs_eval(spec, str(log))
+        report = official.get_eval_tests_report(
+            status_map, {"FAIL_TO_PASS": list(task.fail_to_pass),
+                         "PASS_TO_PASS": list(task.pass_to_pass)})
+        assert found and official.get_resolution_status(report) == ours.info["status"]
+        for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            for name in report[key]["success"]:
+                assert ours.info["tests"][name] in PASSED
+            for name in report[key]["failure"]:
+                assert ours.info["tests"][name] not in PASSED
