@@ -233,7 +233,8 @@ class SweEnv(IntercodeEnv):
 
     def _score(self, task: SweTask, patch: str) -> Evaluation:
         plan = specs.plan(task)
-        kept, dropped = patches.filter_patch(patch)
+        runner = patches.runner_paths(plan.command)
+        kept, dropped = patches.filter_patch(patch, runner)
         info: dict[str, Any] = {"patch_bytes": len(patch.encode()),
                                 "patch_sha256": hashlib.sha256(patch.encode()).hexdigest()}
         if dropped:
@@ -244,16 +245,25 @@ class SweEnv(IntercodeEnv):
         box = self._scoring_sandbox(layout)
         box.load(tree)
         if kept.strip():
-            problem = self._apply(box, kept, "agent.patch", "the patch does not apply")
+            before = self._changed_paths(box)
+            if before is None:
+                return _zero(info, "the scoring tree's git status failed before the patch")
+            # what git itself reads in the patch, whatever the splitter saw in it
+            named, problem = self._patch_paths(box, kept)
+            if problem is None:
+                problem = self._apply(box, "agent.patch", "the patch does not apply")
             if problem:
                 return _zero(info, problem)
-            touched = self._changed_paths(box)
-            sneaked = [p for p in touched if patches.is_protected(p)]
+            after = self._changed_paths(box)
+            if after is None:
+                return _zero(info, "the scoring tree's git status failed after the patch")
+            sneaked = [p for p in dict.fromkeys(named + [p for p in after if p not in before])
+                       if patches.is_protected(p, runner)]
             if sneaked:
                 return _zero(info, "the patch changes protected paths (tests, test "
                                    f"configuration): {', '.join(sneaked[:5])}")
-        problem = self._apply(box, task.test_patch, "test.patch",
-                              "the test patch does not apply after the patch")
+        self._write(box, task.test_patch, "test.patch")
+        problem = self._apply(box, "test.patch", "the test patch does not apply after the patch")
         if problem:
             return _zero(info, problem)
         started = time.monotonic()
@@ -280,10 +290,25 @@ class SweEnv(IntercodeEnv):
         return Evaluation(1.0 if verdict.resolved else 0.0, verdict.resolved, info)
 
     @staticmethod
-    def _apply(box: Sandbox, patch: str, name: str, failure: str) -> str | None:
-        """Apply ``patch`` in the scoring sandbox's ``/testbed``: ``None``, or why not."""
+    def _write(box: Sandbox, patch: str, name: str) -> None:
+        box.exec(["/bin/bash", "-c", f"cat > /tmp/{name}"], stdin=patch.encode(), cwd="/")
+
+    @classmethod
+    def _patch_paths(cls, box: Sandbox, patch: str) -> tuple[list[str], str | None]:
+        """Write ``patch`` to ``/tmp/agent.patch`` in the scoring sandbox: the paths
+        ``git apply`` reads in it (renames: both), or why it cannot read it."""
+        cls._write(box, patch, "agent.patch")
+        done = box.exec(["git", "apply", "--numstat", "-z", "/tmp/agent.patch"],
+                        cwd=f"/{TESTBED}", timeout=120.0)
+        if done.exit_code != 0 or done.output_truncated:
+            said = " ".join(done.output.strip().splitlines()[-2:])[:300]
+            return [], f"the patch does not apply: {said or 'git cannot read it'}"
+        return _numstat_paths(done.output), None
+
+    @staticmethod
+    def _apply(box: Sandbox, name: str, failure: str) -> str | None:
+        """Apply ``/tmp/<name>`` in the scoring sandbox's ``/testbed``: ``None``, or why not."""
         path = f"/tmp/{name}"
-        box.exec(["/bin/bash", "-c", f"cat > {path}"], stdin=patch.encode(), cwd="/")
         said = ""
         for flags in (["--verbose"], ["--verbose", "--3way"]):
             done = box.exec(["git", "apply", *flags, path], cwd=f"/{TESTBED}", timeout=120.0)
@@ -293,10 +318,14 @@ class SweEnv(IntercodeEnv):
         return f"{failure}: {said}"
 
     @staticmethod
-    def _changed_paths(box: Sandbox) -> list[str]:
-        """Paths that differ from the base commit in the scoring sandbox (its own git)."""
+    def _changed_paths(box: Sandbox) -> list[str] | None:
+        """Paths that differ from the base commit in the scoring sandbox (its own git),
+        ignored files included (a patch may add a ``.gitignore`` line); ``None`` when
+        git cannot say."""
         done = box.exec(["git", "status", "--porcelain", "-z", "--untracked-files=all",
-                         "--no-renames"], cwd=f"/{TESTBED}", timeout=120.0)
+                         "--no-renames", "--ignored"], cwd=f"/{TESTBED}", timeout=120.0)
+        if done.exit_code != 0 or done.timed_out or done.output_truncated:
+            return None
         return [item[3:] for item in done.output.split("\0") if len(item) > 3]
 
     # -- snapshots (see envs/sandbox_state.py) -------------------------------------------
@@ -329,6 +358,25 @@ class SweEnv(IntercodeEnv):
                 box.close()
         self._box = self._scorer = None
         super().close()
+
+
+def _numstat_paths(output: str) -> list[str]:
+    """The paths of ``git apply --numstat -z`` output (``add\tdel\tpath`` records; a
+    rename is ``add\tdel\t`` then its old and new path as records of their own)."""
+    items = output.split("\0")
+    paths: list[str] = []
+    i = 0
+    while i < len(items):
+        fields = items[i].split("\t", 2)
+        i += 1
+        if len(fields) < 3:
+            continue
+        if fields[2]:
+            paths.append(fields[2])
+        else:
+            paths += items[i:i + 2]
+            i += 2
+    return [p for p in paths if p]
 
 
 def _zero(info: dict[str, Any], reason: str) -> Evaluation:

@@ -15,7 +15,13 @@ test patch:
 * what Python runs at start-up whatever the test: ``sitecustomize.py``,
   ``usercustomize.py``, ``*.pth``; and, at the repository's top level (first on
   ``sys.path`` when the tests start), a module or package named like a test runner
-  (``pytest``, ``_pytest``, ``unittest``, ``pluggy``, ``nose``).
+  (``pytest``, ``_pytest``, ``unittest``, ``pluggy``, ``nose``) or like a module of
+  Python's standard library (which the runner imports before any test), whatever its
+  suffix (``unittest.pyc`` and ``argparse.cpython-311-x86_64-linux-gnu.so`` import as
+  well as ``unittest.py``);
+* the test command's own runner script, when it is a file of the repository
+  (``bin/test`` for SymPy), and the folder it is in (first on ``sys.path`` when it
+  runs): :func:`runner_paths`.
 
 A fix that needs one of these files changed is scored without that change (``validate``
 names the gold patches this touches). Code under test still runs inside the test
@@ -24,16 +30,25 @@ process; what it does there is the task's code, not a file this policy can vouch
 
 from __future__ import annotations
 
+import posixpath
 import re
+import shlex
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["FilePatch", "filter_patch", "is_protected", "split_patch"]
+__all__ = ["FilePatch", "filter_patch", "is_protected", "runner_paths", "split_patch"]
 
 TEST_DIRS = frozenset({"test", "tests", "testing", "e2e"})
 TEST_FILES = frozenset({"test.py", "tests.py", "conftest.py"})
 RUNNER_CONFIG = frozenset({"pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml",
                            ".coveragerc", "noxfile.py", "sitecustomize.py", "usercustomize.py"})
 RUNNER_MODULES = frozenset({"pytest", "_pytest", "unittest", "pluggy", "nose"})
+# top-level names that shadow what the runner imports (``test`` is a test folder anyway)
+SHADOWED = RUNNER_MODULES | (frozenset(sys.stdlib_module_names) - {"__future__"})
+PY_SUFFIXES = (".py", ".pyc", ".pyo", ".so", ".pyd")  # what Python imports a module from
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_INTERPRETER = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|bash|sh)$")
 _HEADER = re.compile(r"^diff --git (.+)$")
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
@@ -46,8 +61,9 @@ class FilePatch:
     text: str
 
 
-def is_protected(path: str) -> bool:
-    """Whether changes to ``path`` are dropped (see the module's policy)."""
+def is_protected(path: str, runner: Sequence[str] = ()) -> bool:
+    """Whether changes to ``path`` are dropped (see the module's policy); ``runner``:
+    the test command's :func:`runner_paths`."""
     parts = [p for p in path.lower().split("/") if p not in ("", ".")]
     if not parts or ".git" in parts or ".." in parts:
         return True  # git's own files, or a path that leaves the repository
@@ -56,8 +72,49 @@ def is_protected(path: str) -> bool:
         return True
     if name.startswith("test_") or name.endswith(("_test.py", "_tests.py", ".pth")):
         return True
-    top = parts[0].removesuffix(".py")
-    return top in RUNNER_MODULES and (len(parts) > 1 or parts[0].endswith(".py"))
+    top = parts[0].split(".", 1)[0]  # a top-level module imports by this, whatever its suffix
+    if top in RUNNER_MODULES and (len(parts) > 1 or parts[0].endswith(PY_SUFFIXES)):
+        return True
+    if top in SHADOWED and name.endswith(PY_SUFFIXES) and (len(parts) == 1 or top == parts[0]):
+        return True
+    plain = "/".join(parts)
+    return any(plain == r or plain.startswith(r + "/") for r in runner)
+
+
+def runner_paths(command: str) -> tuple[str, ...]:
+    """What the test ``command`` runs from the repository (lower case, relative to it):
+    the folder of each script it starts by a relative path, itself or through an
+    interpreter (``bin`` for ``bin/test``, ``tests`` for ``./tests/runtests.py``,
+    ``scripts`` for ``python3 scripts/run.py``), or the script at the top level."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        words = command.split()
+    found: list[str] = []
+    first, interpreter = True, False
+    for word in words:
+        if word and set(word) <= set(";&|()"):
+            first, interpreter = True, False
+            continue
+        if first and _ASSIGNMENT.match(word):
+            continue
+        if first and _INTERPRETER.match(posixpath.basename(word)):
+            first, interpreter = False, True
+            continue
+        if interpreter and word in ("-m", "-c"):
+            interpreter = False
+            continue
+        if (first or (interpreter and not word.startswith("-"))) and "/" in word \
+                and not word.startswith(("/", "~", "$")):
+            path = posixpath.normpath(word).lower()
+            if not path.startswith(".."):
+                found.append(posixpath.dirname(path) or path)
+        if first or not word.startswith("-"):
+            interpreter = False
+        first = False
+    return tuple(dict.fromkeys(found))
 
 
 def split_patch(patch: str) -> tuple[str, list[FilePatch]]:
@@ -130,13 +187,13 @@ def _unquote(text: str) -> str:
         return raw
 
 
-def filter_patch(patch: str) -> tuple[str, list[str]]:
+def filter_patch(patch: str, runner: Sequence[str] = ()) -> tuple[str, list[str]]:
     """``patch`` without its sections that change a protected path, and those paths."""
     preamble, sections = split_patch(patch)
     kept: list[str] = []
     dropped: list[str] = []
     for section in sections:
-        if not section.paths or any(is_protected(p) for p in section.paths):
+        if not section.paths or any(is_protected(p, runner) for p in section.paths):
             dropped += list(section.paths) or ["(a file section without a path)"]
         else:
             kept.append(section.text)

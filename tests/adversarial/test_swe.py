@@ -1,0 +1,138 @@
+"""A hostile agent against the SWE environment's scoring: every attack below hands in a
+patch that fixes nothing, and must score 0 (never 1.0, never an error of the run).
+
+The agent's diff is its own business (it can put any ``git`` first on its ``PATH``), so
+the patch text is hostile, and so is every file it adds to the scoring tree."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from backends import backends, need
+
+from intercode.datasets.swe import SweTask
+from intercode.envs.swe import SweEnv
+from intercode.swe import patches, specs
+
+pytestmark = pytest.mark.usefixtures("swe_installed")
+
+# a module that loads the real unittest and makes every test method a no-op ("ok")
+NO_OP_TESTS = '''import sys, os
+_saved = list(sys.path)
+sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+sys.modules.pop("unittest", None)
+import unittest.case
+sys.path[:] = _saved
+unittest.case.TestCase._callTestMethod = lambda self, m: None
+'''
+
+
+@pytest.fixture(scope="module")
+def swe_installed() -> None:
+    pytest.importorskip("swebench", reason="the swe extra is not installed")
+
+
+@pytest.fixture(scope="module", params=backends())
+def env(request: pytest.FixtureRequest) -> Iterator[SweEnv]:
+    need(request.param)
+    made = SweEnv("swe-demo", backend=request.param)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def step(env: SweEnv, action: str) -> tuple[str, float, dict[str, Any]]:
+    obs, reward, _, _, info = env.step(action)
+    return obs, float(reward), info
+
+
+def heredoc(path: str, text: str) -> str:
+    return f"cat > {path} <<'INTERCODE_EOF'\n{text}INTERCODE_EOF"
+
+
+def hand_in(env: SweEnv, patch: str) -> str:
+    """The agent's ``git diff`` replaced by one printing ``patch`` (a ``git`` of its own
+    first on the ``PATH``): what ``submit`` hands in is then any text."""
+    step(env, "mkdir -p /opt/venv/bin && " + heredoc("/tmp/hand-in.patch", patch))
+    step(env, "printf '#!/bin/sh\\ncase \"$1\" in diff) cat /tmp/hand-in.patch;; "
+              "*) exec /usr/bin/git \"$@\";; esac\\n' > /opt/venv/bin/git "
+              "&& chmod +x /opt/venv/bin/git")
+    return env.current_patch()[0]
+
+
+def test_a_top_level_bytecode_module_named_unittest_is_dropped(env: SweEnv) -> None:
+    """``unittest.pyc`` at the top level is what ``python3 -m unittest`` runs (a
+    sourceless module is imported like a ``.py``): it was not a protected path."""
+    env.reset(options={"task": 2})
+    step(env, heredoc("/tmp/u.py", NO_OP_TESTS + "import runpy\nrunpy.run_module("
+                      "'unittest', run_name='__main__', alter_sys=True)\n"))
+    step(env, "python3 -c \"import py_compile; py_compile.compile('/tmp/u.py', "
+              "cfile='unittest.pyc', doraise=True)\" && git add -f unittest.pyc")
+    assert "unittest.pyc" in env.current_patch()[0]
+    _, reward, info = step(env, "submit")
+    assert reward == 0.0, info
+    assert "unittest.pyc" in info["dropped_paths"]
+    assert info["fail_to_pass"] == 0.0
+
+
+def test_a_top_level_module_named_like_the_standard_library_is_dropped(env: SweEnv) -> None:
+    """``argparse.py`` beside the tests is imported by ``unittest.main`` before any test."""
+    env.reset(options={"task": 2})
+    step(env, heredoc("argparse.py", NO_OP_TESTS.replace('"unittest"', '"argparse"')
+                      .replace("import unittest.case", "import argparse, unittest.case")
+                      + "sys.modules[__name__] = argparse\n"))
+    _, reward, info = step(env, "submit")
+    assert reward == 0.0, info
+    assert "argparse.py" in info["dropped_paths"]
+
+
+def test_a_section_hidden_from_the_splitter_and_ignored_by_git_scores_zero(
+        env: SweEnv) -> None:
+    """A plain ``---``/``+++`` section after a git section's hunk: ``git apply`` applies
+    it, the splitter read it as part of the section before; a ``.gitignore`` line in the
+    same patch kept the new package out of the check by ``git status``."""
+    body = "".join("+" + line + "\n" for line in NO_OP_TESTS.splitlines())
+    patch = ("diff --git a/.gitignore b/.gitignore\n--- a/.gitignore\n+++ b/.gitignore\n"
+             "@@ -2,3 +2,4 @@\n *.py[cod]\n *.egg-info/\n build/\n+unittest/\n"
+             "--- /dev/null\n+++ b/unittest/__init__.py\n"
+             f"@@ -0,0 +1,{len(NO_OP_TESTS.splitlines())} @@\n{body}")
+    assert patches.filter_patch(patch)[1] == []  # the splitter does not see it
+    env.reset(options={"task": 2})
+    assert hand_in(env, patch) == patch
+    _, reward, info = step(env, "submit")
+    assert reward == 0.0, info
+    assert "protected paths" in info["reason"] and "unittest/__init__.py" in info["reason"]
+
+
+def test_an_ignored_protected_file_is_seen_by_the_status_check(env: SweEnv) -> None:
+    """The last check (the scoring tree's own ``git status``) lists ignored files too."""
+    env.reset(options={"task": 2})
+    box = env._scoring_sandbox()
+    box.load(env._tree(env.task))  # type: ignore[arg-type]
+    box.exec(["/bin/bash", "-c", "echo unittest/ >> .gitignore && mkdir unittest "
+                                 "&& touch unittest/__init__.py"], cwd="/testbed")
+    seen = env._changed_paths(box)
+    assert seen is not None and "unittest/__init__.py" in seen
+
+
+def test_the_test_commands_runner_script_is_protected() -> None:
+    """SymPy's tests run as ``bin/test``: a patch rewriting it (to print every test as
+    ``ok``) decides the score, as a test file would."""
+    task = SweTask(index=0, query="q", gold="", dataset="d", source="s", source_index=0,
+                   task_id="sympy__sympy-1", repo="sympy/sympy",
+                   base_commit="0" * 40, test_patch="", fail_to_pass=("test_x",),
+                   version="1.12")
+    command = specs.plan(task).command
+    assert "bin/test" in command
+    runner = patches.runner_paths(command)
+    rewrite = ("diff --git a/bin/test b/bin/test\n--- a/bin/test\n+++ b/bin/test\n"
+               "@@ -1 +1 @@\n-#!/usr/bin/env python\n+#!/bin/sh\n")
+    helper = rewrite.replace("bin/test", "bin/get_sympy.py")
+    kept, dropped = patches.filter_patch(rewrite + helper, runner)
+    assert kept == "" and dropped == ["bin/test", "bin/get_sympy.py"]
+    assert patches.runner_paths("./tests/runtests.py --verbosity 2") == ("tests",)
+    assert patches.runner_paths("python3 -u scripts/run.py x/y.py") == ("scripts",)
+    assert patches.runner_paths("python3 -m unittest -v; pytest -rA a/b.py") == ()
