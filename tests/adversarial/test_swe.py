@@ -14,7 +14,7 @@ from backends import backends, need
 
 from intercode.datasets.swe import SweTask
 from intercode.envs.swe import SweEnv
-from intercode.swe import patches, specs
+from intercode.swe import grading, patches, specs
 
 pytestmark = pytest.mark.usefixtures("swe_installed")
 
@@ -136,3 +136,39 @@ def test_the_test_commands_runner_script_is_protected() -> None:
     assert patches.runner_paths("./tests/runtests.py --verbosity 2") == ("tests",)
     assert patches.runner_paths("python3 -u scripts/run.py x/y.py") == ("scripts",)
     assert patches.runner_paths("python3 -m unittest -v; pytest -rA a/b.py") == ()
+
+
+def test_an_ok_printed_by_the_code_under_test_does_not_pass_a_failing_test(
+        env: SweEnv) -> None:
+    """The function stays broken and writes ``ok`` to stderr: unittest's
+    ``name ... FAIL`` became ``name ... ok`` then ``FAIL``, and the summary's
+    ``FAIL: name`` is keyed by the short name in the official parser, so the log had a
+    failure (no distrust from the exit status) and the test read as passed."""
+    env.reset(options={"task": 2})
+    step(env, heredoc("/tmp/extra.py", "\n_broken = title_case\n\n\ndef title_case(text):\n"
+                      "    import sys\n    sys.stderr.write('ok\\n')\n    sys.stderr.flush()\n"
+                      "    return _broken(text)\n"))
+    step(env, "cat /tmp/extra.py >> textkit/words.py")
+    _, reward, info = step(env, "submit")
+    assert reward == 0.0, info
+    assert info["tests"]["test_mixed_case (tests.test_words.TitleCaseTest.test_mixed_case)"] \
+        == "FAILED"
+
+
+def test_a_passed_line_printed_after_pytests_summary_does_not_override_its_failure() -> None:
+    """An ``atexit`` print of ``PASSED name`` after ``FAILED name - ...``: the official
+    pytest parser keeps the last word; another failing test keeps the exit status
+    consistent with the log."""
+    task = SweTask(index=0, query="q", gold="", dataset="d", source="s", source_index=0,
+                   task_id="a__b-1", repo="a/b", base_commit="0" * 40, test_patch="",
+                   fail_to_pass=("tests/test_a.py::test_new",),
+                   pass_to_pass=("tests/test_a.py::test_old",))
+    log = ("=== short test summary info ===\nPASSED tests/test_a.py::test_old\n"
+           "FAILED tests/test_a.py::test_new - assert 1 == 2\n"
+           "FAILED tests/test_a.py::test_always_broken - OSError\n"
+           "=== 2 failed, 1 passed in 0.1s ===\nPASSED tests/test_a.py::test_new\n")
+    statuses = specs.parse_log(log, task, "pytest")
+    assert statuses["tests/test_a.py::test_new"] == "PASSED"  # the parser's reading
+    statuses.update(grading.failures_shown(log, task.fail_to_pass + task.pass_to_pass))
+    verdict = grading.grade(statuses, task.fail_to_pass, task.pass_to_pass, 1)
+    assert not verdict.resolved and verdict.failing == ["tests/test_a.py::test_new"]

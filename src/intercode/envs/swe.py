@@ -280,9 +280,10 @@ class SweEnv(IntercodeEnv):
             statuses = specs.parse_log(run.output, task, plan.parser)
         except specs.ParseFailed as exc:
             return _zero(info, str(exc))
+        listed = dict.fromkeys(task.fail_to_pass + task.pass_to_pass)
+        statuses.update(grading.failures_shown(run.output, listed))
         verdict = grading.grade(statuses, task.fail_to_pass, task.pass_to_pass, run.exit_code)
         info.update(verdict.info())
-        listed = dict.fromkeys(task.fail_to_pass + task.pass_to_pass)
         if len(listed) <= MAX_LISTED:
             info["tests"] = {name: statuses.get(name, "MISSING") for name in listed}
         info["reward_parts"] = {"fail_to_pass": verdict.f2p_fraction,

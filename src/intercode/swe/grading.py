@@ -9,14 +9,21 @@ makes the new tests skip has not fixed anything (``swebench`` 4.1 graded that as
 The log is trusted only as far as the test command's exit status agrees with it (5.0's
 rule): a command that failed while the log shows no failed or erroring test has not
 shown its tests' outcomes (printed ``PASSED`` lines, a crashed runner), and scores 0.
+
+A line the code under test prints can add a pass to the log, never take a failure out of
+it, while the parsers read the last word on a test as its outcome (an ``ok`` printed in
+the middle of unittest's ``name ... FAIL`` line made it ``name ... ok``; a ``PASSED x``
+printed after pytest's summary overrode its ``FAILED x``). So a listed test that the log
+shows failing anywhere (:func:`failures_shown`) has failed, whatever else it says.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Grade", "grade"]
+__all__ = ["Grade", "failures_shown", "grade"]
 
 PASSED = frozenset({"PASSED", "XFAIL"})
 BAD = frozenset({"FAILED", "ERROR"})
@@ -88,3 +95,40 @@ def grade(statuses: dict[str, str], fail_to_pass: tuple[str, ...],
         result.reason = (f"the test command exited with {exit_code} but its log shows no "
                          "failed test: the outcomes cannot be trusted")
     return result
+
+
+def failures_shown(log: str, names: Iterable[str]) -> dict[str, str]:
+    """The tests of ``names`` that ``log`` shows failing or erroring anywhere: unittest's
+    and Django's ``FAIL: name`` and ``name ... FAIL`` (``ERROR`` alike, subtests
+    included), pytest's ``FAILED name`` and ``ERROR name``, SymPy's ``name F``/``name E``
+    and ``____ path.py:name ____``."""
+    wanted = set(names)
+    found: dict[str, str] = {}
+
+    def seen(candidate: str, status: str) -> None:
+        if candidate in wanted and found.get(candidate) != "ERROR":
+            found[candidate] = status
+
+    for raw in log.split("\n"):
+        line = raw.strip()
+        for prefix, status in (("FAIL: ", "FAILED"), ("ERROR: ", "ERROR")):
+            if line.startswith(prefix):
+                rest = line[len(prefix):]
+                seen(rest, status)
+                if rest.endswith(")") and " (" in rest:  # a subtest: "name (i=1)"
+                    seen(rest[:rest.rindex(" (")], status)
+        for prefix, status in (("FAILED ", "FAILED"), ("ERROR ", "ERROR")):
+            if line.startswith(prefix):
+                rest = line[len(prefix):]
+                seen(rest.split(" - ", 1)[0], status)
+                if rest.split():
+                    seen(rest.split()[0], status)
+        if line.startswith("_") and line.endswith("_") and ".py:" in line:
+            inner = line.strip("_").strip()  # SymPy's "____ path.py:name ____" (a failure)
+            seen(inner, "FAILED")
+            seen(inner.rsplit(":", 1)[1], "FAILED")
+        for suffix, status in ((" ... FAIL", "FAILED"), (" ... ERROR", "ERROR"),
+                               (" F", "FAILED"), (" E", "ERROR")):
+            if line.endswith(suffix):
+                seen(line[:-len(suffix)].strip(), status)
+    return found
