@@ -130,11 +130,12 @@ def test_the_test_commands_runner_script_is_protected() -> None:
     runner = patches.runner_paths(command)
     rewrite = ("diff --git a/bin/test b/bin/test\n--- a/bin/test\n+++ b/bin/test\n"
                "@@ -1 +1 @@\n-#!/usr/bin/env python\n+#!/bin/sh\n")
-    helper = rewrite.replace("bin/test", "bin/get_sympy.py")
-    kept, dropped = patches.filter_patch(rewrite + helper, runner)
-    assert kept == "" and dropped == ["bin/test", "bin/get_sympy.py"]
-    assert patches.runner_paths("./tests/runtests.py --verbosity 2") == ("tests",)
-    assert patches.runner_paths("python3 -u scripts/run.py x/y.py") == ("scripts",)
+    shadow = rewrite.replace("bin/test", "bin/argparse.py")
+    code = rewrite.replace("bin/test", "sympy/core/add.py")
+    kept, dropped = patches.filter_patch(rewrite + shadow + code, runner)
+    assert kept == code and dropped == ["bin/test", "bin/argparse.py"]
+    assert patches.runner_paths("./tests/runtests.py --verbosity 2") == ("tests/runtests.py",)
+    assert patches.runner_paths("python3 -u scripts/run.py x/y.py") == ("scripts/run.py",)
     assert patches.runner_paths("python3 -m unittest -v; pytest -rA a/b.py") == ()
 
 

@@ -20,8 +20,8 @@ test patch:
   suffix (``unittest.pyc`` and ``argparse.cpython-311-x86_64-linux-gnu.so`` import as
   well as ``unittest.py``);
 * the test command's own runner script, when it is a file of the repository
-  (``bin/test`` for SymPy), and the folder it is in (first on ``sys.path`` when it
-  runs): :func:`runner_paths`.
+  (``bin/test`` for SymPy), and beside it the modules named like the standard library's
+  (its folder is first on ``sys.path`` when it runs): :func:`runner_paths`.
 
 A fix that needs one of these files changed is scored without that change (``validate``
 names the gold patches this touches). Code under test still runs inside the test
@@ -77,15 +77,17 @@ def is_protected(path: str, runner: Sequence[str] = ()) -> bool:
         return True
     if top in SHADOWED and name.endswith(PY_SUFFIXES) and (len(parts) == 1 or top == parts[0]):
         return True
-    plain = "/".join(parts)
-    return any(plain == r or plain.startswith(r + "/") for r in runner)
+    plain, folder = "/".join(parts), "/".join(parts[:-1])
+    shadow = name.split(".", 1)[0] in SHADOWED and name.endswith(PY_SUFFIXES)
+    return any(plain == r or (shadow and folder == posixpath.dirname(r)) for r in runner)
 
 
 def runner_paths(command: str) -> tuple[str, ...]:
-    """What the test ``command`` runs from the repository (lower case, relative to it):
-    the folder of each script it starts by a relative path, itself or through an
-    interpreter (``bin`` for ``bin/test``, ``tests`` for ``./tests/runtests.py``,
-    ``scripts`` for ``python3 scripts/run.py``), or the script at the top level."""
+    """The scripts of the repository the test ``command`` starts by a relative path,
+    itself or through an interpreter (``bin/test``, ``tests/runtests.py`` for
+    ``./tests/runtests.py``, ``scripts/run.py`` for ``python3 scripts/run.py``), lower
+    case: protected, with the modules of their folder named like the standard library's
+    (the folder is first on ``sys.path`` when the script runs)."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -109,8 +111,8 @@ def runner_paths(command: str) -> tuple[str, ...]:
         if (first or (interpreter and not word.startswith("-"))) and "/" in word \
                 and not word.startswith(("/", "~", "$")):
             path = posixpath.normpath(word).lower()
-            if not path.startswith(".."):
-                found.append(posixpath.dirname(path) or path)
+            if not path.startswith("..") and path != ".":
+                found.append(path)
         if first or not word.startswith("-"):
             interpreter = False
         first = False
