@@ -173,3 +173,20 @@ def test_a_passed_line_printed_after_pytests_summary_does_not_override_its_failu
     statuses.update(grading.failures_shown(log, task.fail_to_pass + task.pass_to_pass))
     verdict = grading.grade(statuses, task.fail_to_pass, task.pass_to_pass, 1)
     assert not verdict.resolved and verdict.failing == ["tests/test_a.py::test_new"]
+
+
+def test_an_ok_printed_into_a_docstring_tests_line_does_not_pass_it() -> None:
+    """Django's tests with a docstring are named by its first line (``Docstring ...
+    ok``); the failure header names the method, with the docstring on the line under it."""
+    name = "A regression test for the new behaviour."
+    task = SweTask(index=0, query="q", gold="", dataset="d", source="s", source_index=0,
+                   task_id="a__b-1", repo="a/b", base_commit="0" * 40, test_patch="",
+                   fail_to_pass=(name,))
+    log = (f"test_new (app.tests.T.test_new)\n{name} ... ok\nFAIL\n"
+           "test_broken (app.tests.T.test_broken) ... FAIL\n" + "=" * 70 + "\n"
+           "FAIL: test_new (app.tests.T.test_new)\n" f"{name}\n" + "-" * 70 + "\n"
+           "AssertionError: 1 != 2\n\nFAILED (failures=2)\n")
+    statuses = specs.parse_log(log, task, "django")
+    assert statuses[name] == "PASSED"  # the parser's reading
+    statuses.update(grading.failures_shown(log, task.fail_to_pass))
+    assert not grading.grade(statuses, task.fail_to_pass, (), 1).resolved

@@ -99,9 +99,10 @@ def grade(statuses: dict[str, str], fail_to_pass: tuple[str, ...],
 
 def failures_shown(log: str, names: Iterable[str]) -> dict[str, str]:
     """The tests of ``names`` that ``log`` shows failing or erroring anywhere: unittest's
-    and Django's ``FAIL: name`` and ``name ... FAIL`` (``ERROR`` alike, subtests
-    included), pytest's ``FAILED name`` and ``ERROR name``, SymPy's ``name F``/``name E``
-    and ``____ path.py:name ____``."""
+    and Django's ``FAIL: name`` (and the docstring line under it, which names a test
+    that has one) and ``name ... FAIL`` (``ERROR`` alike, subtests included), pytest's
+    ``FAILED name`` and ``ERROR name``, SymPy's ``name F``/``name E`` and
+    ``____ path.py:name ____``."""
     wanted = set(names)
     found: dict[str, str] = {}
 
@@ -109,14 +110,19 @@ def failures_shown(log: str, names: Iterable[str]) -> dict[str, str]:
         if candidate in wanted and found.get(candidate) != "ERROR":
             found[candidate] = status
 
+    header = ""  # the status of a unittest failure header just read: a docstring may follow
     for raw in log.split("\n"):
         line = raw.strip()
+        if header and line and not line.startswith("-" * 20):
+            seen(line, header)  # a test with a docstring is named by its first line
+        header = ""
         for prefix, status in (("FAIL: ", "FAILED"), ("ERROR: ", "ERROR")):
             if line.startswith(prefix):
                 rest = line[len(prefix):]
                 seen(rest, status)
                 if rest.endswith(")") and " (" in rest:  # a subtest: "name (i=1)"
                     seen(rest[:rest.rindex(" (")], status)
+                header = status
         for prefix, status in (("FAILED ", "FAILED"), ("ERROR ", "ERROR")):
             if line.startswith(prefix):
                 rest = line[len(prefix):]
