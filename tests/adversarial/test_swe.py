@@ -6,14 +6,17 @@ the patch text is hostile, and so is every file it adds to the scoring tree."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from backends import backends, need
 
-from intercode.datasets.swe import SweTask
+from intercode.datasets.swe import SweTask, load, load_instances
 from intercode.envs.swe import SweEnv
+from intercode.errors import ConfigError
 from intercode.swe import grading, patches, specs
 
 pytestmark = pytest.mark.usefixtures("swe_installed")
@@ -190,3 +193,24 @@ def test_an_ok_printed_into_a_docstring_tests_line_does_not_pass_it() -> None:
     assert statuses[name] == "PASSED"  # the parser's reading
     statuses.update(grading.failures_shown(log, task.fail_to_pass))
     assert not grading.grade(statuses, task.fail_to_pass, (), 1).resolved
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("test_cmd", "python3 -m unittest -v # \ud800"),
+    ("test_patch", "diff --git a/x b/x\n\udcff\n"),
+    ("problem_statement", "fix \ud800 it"),
+    ("FAIL_TO_PASS", ["test_x \ud800"]),
+    ("FAIL_TO_PASS", "[" * 100_000 + "]" * 100_000),
+])
+def test_a_hostile_task_file_is_refused_on_load_in_one_line(
+        tmp_path: Path, field: str, value: Any) -> None:
+    """A lone surrogate (``"\\ud800"`` in JSON) loaded, then the scoring raised
+    ``UnicodeEncodeError`` (the test patch) or a ``SandboxError`` (the test command): an
+    error of the run; a deeply nested ``FAIL_TO_PASS`` text raised ``RecursionError``."""
+    row = load("swe-demo")[0].instance()  # type: ignore[attr-defined]
+    row.update({"test_cmd": "python3 -m unittest -v", "log_parser": "django", field: value})
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_instances(path)
+    assert f'field "{field}"' in str(caught.value) and "\n" not in str(caught.value)

@@ -259,7 +259,16 @@ def _text(item: dict[str, Any], field: str, required: bool = True, limit: int = 
         raise _Bad(field, f"is longer than {limit} characters")
     if "\0" in value:
         raise _Bad(field, "contains a NUL character")
+    _utf8(field, value)
     return value
+
+
+def _utf8(field: str, value: str) -> None:
+    """Refuse a lone surrogate (JSON's ``\\ud800``): no file, command or record can hold it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Bad(field, "is not UTF-8 text (a lone surrogate escape)") from None
 
 
 def _tests(item: dict[str, Any], field: str) -> tuple[str, ...]:
@@ -268,7 +277,7 @@ def _tests(item: dict[str, Any], field: str) -> tuple[str, ...]:
     if isinstance(value, str):
         try:
             value = json.loads(value) if value.strip() else []
-        except ValueError:
+        except (ValueError, RecursionError):
             raise _Bad(field, "is text but not a JSON list of test names") from None
     if not isinstance(value, list):
         raise _Bad(field, "must be a list of test names")
@@ -281,6 +290,7 @@ def _tests(item: dict[str, Any], field: str) -> tuple[str, ...]:
                               f"{MAX_TEST_ID} characters: {str(name)[:60]!r}")
         if "\0" in name or "\n" in name or "\r" in name:
             raise _Bad(field, f"holds a test name with a line break or NUL: {name[:60]!r}")
+        _utf8(field, name)
         names.append(name)
     return tuple(names)
 
