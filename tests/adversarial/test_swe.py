@@ -214,3 +214,15 @@ def test_a_hostile_task_file_is_refused_on_load_in_one_line(
     with pytest.raises(ConfigError) as caught:
         load_instances(path)
     assert f'field "{field}"' in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("path", [".pytest.ini", "pytest.toml", ".pytest.toml", "tox.toml"])
+def test_runner_configuration_files_of_every_name_are_protected(path: str) -> None:
+    """pytest reads ``.pytest.ini`` before ``pyproject.toml``, ``tox.ini`` and
+    ``setup.cfg`` in the same folder (so a new one replaced the repository's settings:
+    its ``filterwarnings = error``, its plugins), newer pytest ``pytest.toml``, tox 4
+    ``tox.toml``."""
+    patch = (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n"
+             f"+++ b/{path}\n@@ -0,0 +1,2 @@\n+[pytest]\n+addopts = -p textkit.plugin\n")
+    kept, dropped = patches.filter_patch(patch)
+    assert kept == "" and path in dropped

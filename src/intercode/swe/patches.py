@@ -9,8 +9,9 @@ test patch:
   ``e2e`` (SWE-bench's own words for what goes into a test patch, taken as whole path
   components, so that ``src/_pytest/`` or ``attestation.py`` stay code), and files named
   ``test_*``, ``*_test.py``, ``*_tests.py``, ``test.py``, ``tests.py``, ``conftest.py``;
-* the test runner's configuration: ``pytest.ini``, ``setup.cfg``, ``tox.ini``,
-  ``pyproject.toml``, ``.coveragerc``, ``noxfile.py``;
+* the test runner's configuration: ``pytest.ini``, ``.pytest.ini``, ``pytest.toml``,
+  ``.pytest.toml``, ``setup.cfg``, ``tox.ini``, ``tox.toml``, ``pyproject.toml``,
+  ``.coveragerc``, ``noxfile.py``;
 * git's own files (any ``.git`` component) and paths with ``..``;
 * what Python runs at start-up whatever the test: ``sitecustomize.py``,
   ``usercustomize.py``, ``*.pth``; and, at the repository's top level (first on
@@ -41,7 +42,8 @@ __all__ = ["FilePatch", "filter_patch", "is_protected", "runner_paths", "split_p
 
 TEST_DIRS = frozenset({"test", "tests", "testing", "e2e"})
 TEST_FILES = frozenset({"test.py", "tests.py", "conftest.py"})
-RUNNER_CONFIG = frozenset({"pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml",
+RUNNER_CONFIG = frozenset({"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml",
+                           "setup.cfg", "tox.ini", "tox.toml", "pyproject.toml",
                            ".coveragerc", "noxfile.py", "sitecustomize.py", "usercustomize.py"})
 RUNNER_MODULES = frozenset({"pytest", "_pytest", "unittest", "pluggy", "nose"})
 # top-level names that shadow what the runner imports (``test`` is a test folder anyway)
