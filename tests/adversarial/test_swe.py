@@ -226,3 +226,31 @@ def test_runner_configuration_files_of_every_name_are_protected(path: str) -> No
              f"+++ b/{path}\n@@ -0,0 +1,2 @@\n+[pytest]\n+addopts = -p textkit.plugin\n")
     kept, dropped = patches.filter_patch(patch)
     assert kept == "" and path in dropped
+
+
+@pytest.mark.timeout(120)  # a hang guard: the parser took about 15 minutes on this log
+def test_a_log_the_parser_is_quadratic_on_scores_zero_in_bounded_time(env: SweEnv) -> None:
+    """The code under test prints 60,000 ``t ... Testing against Django installed in``
+    lines: the Django parser's multi-line pattern scans to the end of the log from each
+    (quadratic), on the host, with no time bound; a 16 MiB log would take days."""
+    env.reset(options={"task": 2})
+    step(env, heredoc("/tmp/extra.py", "\nimport sys\nsys.stderr.write('t ... Testing "
+                      "against Django installed in x\\n' * 60_000)\n"))
+    step(env, "cat /tmp/extra.py >> textkit/__init__.py")
+    env.parse_timeout = 5.0
+    try:
+        _, reward, info = step(env, "submit")
+    finally:
+        env.parse_timeout = specs.PARSE_TIMEOUT
+    assert reward == 0.0 and "took too long" in info["reason"], info
+
+
+@pytest.mark.timeout(120)  # a hang guard
+def test_the_sympy_parser_on_one_long_line_is_refused_in_bounded_time() -> None:
+    """SymPy's parser runs ``(_*) (.*)\\.py:(.*) (_*)`` over the log: one line of a
+    million spaces takes it days."""
+    task = load("swe-demo")[0]
+    assert isinstance(task, SweTask)
+    with pytest.raises(specs.ParseFailed, match="took too long"):
+        specs.parse_log("a " * 1_000_000, task, "sympy", timeout=3)
+    assert specs.parse_log("test_x ok\n", task, "sympy") == {"test_x": "PASSED"}

@@ -14,7 +14,8 @@ task's test patch, then the test command (:mod:`intercode.swe.specs`, with the o
 (:mod:`intercode.swe.grading`). Reward 1.0 when the task is resolved, else 0.0, with
 the fractions of ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` tests passed in ``reward_info``.
 A patch that does not apply, a test patch that no longer applies, a test command that
-runs out of time: 0.0 with the reason, never an error of the run.
+runs out of time, a log its parser fails on or takes too long on: 0.0 with the reason,
+never an error of the run.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class SweEnv(IntercodeEnv):
         if image is not None and not isinstance(image, str):
             raise ConfigError("image must be an image name or pattern")
         self.image = image
+        self.parse_timeout = specs.PARSE_TIMEOUT  # seconds the log parser may take
         self._box: Sandbox | None = None
         self._scorer: Sandbox | None = None
         self._box_layout = self._scorer_layout = self.layout
@@ -277,7 +279,7 @@ class SweEnv(IntercodeEnv):
         if run.timed_out:
             return _zero(info, f"the tests ran out of time ({self.test_timeout:g} s)")
         try:
-            statuses = specs.parse_log(run.output, task, plan.parser)
+            statuses = specs.parse_log(run.output, task, plan.parser, self.parse_timeout)
         except specs.ParseFailed as exc:
             return _zero(info, str(exc))
         listed = dict.fromkeys(task.fail_to_pass + task.pass_to_pass)

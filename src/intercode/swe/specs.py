@@ -29,6 +29,7 @@ __all__ = ["DEFAULT_PYTHON", "ParseFailed", "TestPlan", "parse_log", "plan", "re
 DEFAULT_PYTHON = "3.11"  # the sandbox's root (Debian 12) has this one
 DEFAULT_TEST_CMD = "pytest -rA"
 DEFAULT_PARSER = "pytest"
+PARSE_TIMEOUT = 60.0  # seconds a parser may take on one log (a linear one needs about 1)
 INSTALL_HINT = "install the SWE-bench extra: pip install 'intercode[swe]'"
 ParserFn = Callable[[str, Any], dict[str, str]]
 
@@ -147,15 +148,19 @@ def _parser_fn(name: str) -> ParserFn:
     return fn  # type: ignore[no-any-return]
 
 
-def parse_log(log: str, task: SweTask, parser: str) -> dict[str, str]:
+def parse_log(log: str, task: SweTask, parser: str,
+              timeout: float = PARSE_TIMEOUT) -> dict[str, str]:
     """Test name -> status (``PASSED``, ``FAILED``, ``SKIPPED``, ``ERROR``, ``XFAIL``), as
-    the official parser reads ``log``."""
-    fn = _parser_fn(parser)
-    spec = SimpleNamespace(instance_id=task.task_id, repo=task.repo, version=task.version,
-                           FAIL_TO_PASS=list(task.fail_to_pass),
-                           PASS_TO_PASS=list(task.pass_to_pass))
+    the official parser reads ``log``, in a helper process (:mod:`~intercode.swe.logparse`):
+    :class:`ParseFailed` when it fails or takes longer than ``timeout`` seconds."""
+    from intercode.swe import logparse
+
+    _parser_fn(parser)
+    spec = {"instance_id": task.task_id, "repo": task.repo, "version": task.version,
+            "FAIL_TO_PASS": list(task.fail_to_pass), "PASS_TO_PASS": list(task.pass_to_pass)}
     try:
-        found = fn(log, spec)
-    except Exception as exc:  # a log the parser chokes on scores 0
-        raise ParseFailed(f"the log parser failed: {type(exc).__name__}: {exc}"[:300]) from None
-    return {str(k): str(v) for k, v in found.items()}
+        return logparse.parse(parser, log, spec, timeout)
+    except logparse.Overrun as exc:  # a log the parser chokes on scores 0
+        raise ParseFailed(str(exc)[:300]) from None
+    except logparse.ParserGone as exc:
+        raise ConfigError(f"{exc}; {INSTALL_HINT}") from None
