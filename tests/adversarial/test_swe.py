@@ -113,8 +113,9 @@ def test_a_section_hidden_from_the_splitter_and_ignored_by_git_scores_zero(
 def test_an_ignored_protected_file_is_seen_by_the_status_check(env: SweEnv) -> None:
     """The last check (the scoring tree's own ``git status``) lists ignored files too."""
     env.reset(options={"task": 2})
-    box = env._scoring_sandbox()
-    box.load(env._tree(env.task))  # type: ignore[arg-type]
+    tree, layout = env._tree(env.task)  # type: ignore[arg-type]
+    box = env._scoring_sandbox(layout)
+    box.load(tree)
     box.exec(["/bin/bash", "-c", "echo unittest/ >> .gitignore && mkdir unittest "
                                  "&& touch unittest/__init__.py"], cwd="/testbed")
     seen = env._changed_paths(box)
