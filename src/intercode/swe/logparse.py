@@ -123,6 +123,10 @@ _idle: list[_Helper] = []
 _lock = threading.Lock()
 
 
+# a forked child (a worker of the runner) starts its own helpers: the pipes stay the parent's
+os.register_at_fork(after_in_child=_idle.clear)
+
+
 @atexit.register
 def _close_idle() -> None:
     with _lock:
