@@ -364,8 +364,9 @@ class SweEnv(IntercodeEnv):
 
 
 def _numstat_paths(output: str) -> list[str]:
-    """The paths of ``git apply --numstat -z`` output (``add\tdel\tpath`` records; a
-    rename is ``add\tdel\t`` then its old and new path as records of their own)."""
+    """The paths of ``git apply --numstat -z`` output (records of added lines, deleted
+    lines and the path, tab-separated; a rename has an empty path, then its old and new
+    path as records of their own)."""
     items = output.split("\0")
     paths: list[str] = []
     i = 0
