@@ -23,8 +23,8 @@ from typing import Any
 from intercode.datasets.swe import SweTask
 from intercode.errors import ConfigError
 
-__all__ = ["DEFAULT_PYTHON", "ParseFailed", "TestPlan", "parse_log", "plan", "requirements_paths",
-           "swebench_version"]
+__all__ = ["DEFAULT_PYTHON", "PARSE_TIMEOUT", "ParseFailed", "TestPlan", "parse_log", "plan",
+           "requirements_paths", "swebench_version"]
 
 DEFAULT_PYTHON = "3.11"  # the sandbox's root (Debian 12) has this one
 DEFAULT_TEST_CMD = "pytest -rA"
