@@ -39,13 +39,15 @@ def test_demo_dataset_has_three_tasks_with_gold_patches() -> None:
 @pytest.mark.parametrize("layout", ["jsonl", "json"])
 def test_swe_bench_instance_files_load_as_they_are(tmp_path: Path, layout: str) -> None:
     rows = [row(), row(instance_id="octo__pkg-2", version=3.1, image="swebench/x:latest",
-                       FAIL_TO_PASS=["a", "b"])]
+                       FAIL_TO_PASS=["a", "b"]),
+            row(instance_id="octo__pkg-3", image_name="swesmith.x86_64.octo__pkg.a1b2c3")]
     path = tmp_path / f"tasks.{layout}"
     text = (json.dumps(rows) if layout == "json"
             else "\n".join(json.dumps(r) for r in rows) + "\n")
     path.write_text(text)
     ds = load_instances(path)
-    first, second = ds.tasks
+    first, second, third = ds.tasks
+    assert isinstance(third, SweTask) and third.image == "swesmith.x86_64.octo__pkg.a1b2c3"
     assert isinstance(first, SweTask) and isinstance(second, SweTask)
     assert first.fail_to_pass == ("tests/test_a.py::test_x",)  # SWE-bench's JSON text
     assert second.fail_to_pass == ("a", "b") and second.version == "3.1"

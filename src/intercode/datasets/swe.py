@@ -206,7 +206,8 @@ def _task(item: Any, index: int, dataset: str, source: str) -> SweTask:
         "version": _match(item, "version", VERSION, required=False, number=True),
         "environment_setup_commit": _match(item, "environment_setup_commit", COMMIT,
                                            required=False),
-        "image": _match(item, "image", IMAGE, required=False),
+        "image": (_match(item, "image", IMAGE, required=False)
+                  or _match(item, "image_name", IMAGE, required=False)),  # SWE-smith's name
         "test_cmd": _text(item, "test_cmd", required=False, limit=4096),
         "log_parser": _match(item, "log_parser", PARSER, required=False),
         "install": _text(item, "install", required=False, limit=4096),
