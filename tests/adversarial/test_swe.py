@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import backends, need
+from backends import backends
+from swe_helpers import step, swe_env
 
 from intercode.datasets.swe import SweTask, load, load_instances
 from intercode.envs.swe import SweEnv
@@ -39,17 +40,7 @@ def swe_installed() -> None:
 
 @pytest.fixture(scope="module", params=backends())
 def env(request: pytest.FixtureRequest) -> Iterator[SweEnv]:
-    need(request.param)
-    made = SweEnv("swe-demo", backend=request.param)
-    try:
-        yield made
-    finally:
-        made.close()
-
-
-def step(env: SweEnv, action: str) -> tuple[str, float, dict[str, Any]]:
-    obs, reward, _, _, info = env.step(action)
-    return obs, float(reward), info
+    yield from swe_env(request.param)
 
 
 def heredoc(path: str, text: str) -> str:

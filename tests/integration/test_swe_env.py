@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from backends import backends, need
+from swe_helpers import step, swe_env
 
 from intercode.benchmarks.swe import apply_gold
 from intercode.datasets.swe import SweTask, load, load_instances
@@ -27,17 +28,7 @@ def swe_installed() -> None:
 
 @pytest.fixture(scope="module", params=backends())
 def env(request: pytest.FixtureRequest) -> Iterator[SweEnv]:
-    need(request.param)
-    made = SweEnv("swe-demo", backend=request.param)
-    try:
-        yield made
-    finally:
-        made.close()
-
-
-def step(env: SweEnv, action: str) -> tuple[str, float, dict[str, Any]]:
-    obs, reward, _, _, info = env.step(action)
-    return obs, float(reward), info
+    yield from swe_env(request.param)
 
 
 def test_gold_patches_resolve_and_the_empty_patch_does_not(env: SweEnv) -> None:
