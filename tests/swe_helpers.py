@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from importlib.util import find_spec
 from typing import Any
 
 import pytest
 from backends import need
+
+# the SWE environment scores with the swe extra's package: a module's ``pytestmark``
+NEEDS_SWEBENCH = pytest.mark.skipif(find_spec("swebench") is None,
+                                    reason="the swe extra is not installed")
 
 
 def swe_env(backend: str) -> Iterator[Any]:

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 from backends import backends
-from swe_helpers import step, swe_env
+from swe_helpers import NEEDS_SWEBENCH, step, swe_env
 
 from intercode.datasets.swe import SweTask, load, load_instances
 from intercode.envs.swe import SweEnv
 from intercode.errors import ConfigError
 from intercode.swe import grading, patches, specs
 
-pytestmark = pytest.mark.usefixtures("swe_installed")
+pytestmark = NEEDS_SWEBENCH
 
 # a module that loads the real unittest and makes every test method a no-op ("ok")
 NO_OP_TESTS = '''import sys, os
@@ -31,11 +31,6 @@ import unittest.case
 sys.path[:] = _saved
 unittest.case.TestCase._callTestMethod = lambda self, m: None
 '''
-
-
-@pytest.fixture(scope="module")
-def swe_installed() -> None:
-    pytest.importorskip("swebench", reason="the swe extra is not installed")
 
 
 @pytest.fixture(scope="module", params=backends())

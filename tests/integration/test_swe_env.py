@@ -12,18 +12,13 @@ from typing import Any
 
 import pytest
 from backends import backends, need
-from swe_helpers import step, swe_env
+from swe_helpers import NEEDS_SWEBENCH, step, swe_env
 
 from intercode.benchmarks.swe import apply_gold
 from intercode.datasets.swe import SweTask, load, load_instances
 from intercode.envs.swe import SweEnv
 
-pytestmark = pytest.mark.usefixtures("swe_installed")
-
-
-@pytest.fixture(scope="module")
-def swe_installed() -> None:
-    pytest.importorskip("swebench", reason="the swe extra is not installed")
+pytestmark = NEEDS_SWEBENCH
 
 
 @pytest.fixture(scope="module", params=backends())
