@@ -124,5 +124,10 @@ def make(name: str, *, max_turns: int | None = None, **kwargs: Any) -> gym.Env[s
                           "max_episode_steps (the turns an episode has at most)")
     if kwargs.get("disable_env_checker") is not None:
         flag("disable_env_checker", kwargs["disable_env_checker"])
-    keywords(name, benchmark.env_class(), kwargs, also=gym.make)
+    if "reward" in kwargs:  # every environment's: the reward mode (intercode.rewards.modes)
+        from intercode.rewards.modes import check_mode
+
+        check_mode(kwargs["reward"])
+    keywords(name, benchmark.env_class(), {k: v for k, v in kwargs.items() if k != "reward"},
+             also=gym.make)
     return gym.make(benchmark.gym_id, max_episode_steps=max_turns, **kwargs)

@@ -35,9 +35,11 @@ def validate(env: str, dataset: str, workers: int = 2, limits: Limits | None = N
              output: Path | None = None, tasks: tuple[int, ...] | None = None,
              progress: bool = True, sql_backend: str = "sqlite",
              mysql_url: str | None = None, network: bool | str = False,
-             settings: EnvSettings | None = None) -> dict[str, Any]:
+             settings: EnvSettings | None = None, baseline: bool = False) -> dict[str, Any]:
     """Run the gold agent on ``dataset`` and classify every task (``settings``, if given,
-    replaces ``limits``, ``sql_backend``, ``mysql_url`` and ``network``)."""
+    replaces ``limits``, ``sql_backend``, ``mysql_url`` and ``network``). With
+    ``baseline``, also what doing nothing earns on each task under the paper's reward
+    (``noop_rewards``: the untouched starting state handed in at once)."""
     ds = load_dataset(dataset, env)
     with tempfile.TemporaryDirectory(prefix="intercode-validate-") as tmp:
         folder = output or Path(tmp) / "run"
@@ -49,9 +51,11 @@ def validate(env: str, dataset: str, workers: int = 2, limits: Limits | None = N
         execute(cfg, progress=progress)
         records = latest_by_task(ResultsLog(folder / "results.jsonl").read())
         report = classify(env, ds, records, known_issues(dataset, env))
-        if get(env).extra.get("validate_noop"):
+        if get(env).extra.get("validate_noop") or baseline:
             noop = dataclasses.replace(cfg, agent="noop", output=folder.parent / "noop",
-                                       resume=False)
+                                       resume=output is not None,
+                                       settings=dataclasses.replace(cfg.settings,
+                                                                    reward="paper"))
             execute(noop, progress=progress)
             undone = latest_by_task(ResultsLog(noop.output / "results.jsonl").read())
             check_noop(report, ds, undone)
@@ -63,8 +67,11 @@ def check_noop(report: dict[str, Any], ds: Dataset,
     """Add to ``report`` how the untouched state scored: a task it solves is unexpected
     (an empty patch must not resolve a SWE task)."""
     report["noop_scored_one"] = []
+    report["noop_rewards"] = {}
     for index in sorted(records):
         rec = records[index]
+        if rec.get("status") == "ok":
+            report["noop_rewards"][index] = float(rec.get("reward") or 0.0)
         if rec.get("status") == "ok" and rec.get("success"):
             task = ds[index]
             report["noop_scored_one"].append(index)
@@ -183,6 +190,14 @@ def format_report(report: dict[str, Any]) -> str:
     if "noop_checked" in report:
         lines.append(f"{len(report['noop_scored_one'])}/{report['noop_checked']} untouched "
                      "starting states score 1.0 (must be 0)")
+        floors = report["noop_rewards"]
+        if floors:
+            values = list(floors.values())
+            mean = sum(values) / len(values)
+            lines.append(f"doing nothing (submit at once) earns: mean {mean:.3f}, "
+                         f"min {min(values):.3f}, max {max(values):.3f} over {len(values)} tasks")
+            lines.append("  per task: " + ", ".join(f"{i}: {v:.3f}" for i, v in
+                                                    sorted(floors.items())))
     if report["skipped"]:
         lines.append(f"\nskipped ({len(report['skipped'])}):")
         for e in report["skipped"]:

@@ -104,7 +104,7 @@ BENCHMARK = Benchmark(
     gold_action=submit_flag,
     options=frozenset({"network"}),
     sandbox_profile="ctf",
-    extra={"gold_warmup": "ls"},
+    extra={"gold_warmup": "ls", "binary_reward": True},
     user_dataset="intercode.datasets.user:load_user_dataset",
     test_dataset="intercode-ctf",
 )

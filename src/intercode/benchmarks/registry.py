@@ -85,6 +85,7 @@ class EnvCreator:
     def __call__(self, **kwargs: Any) -> Any:
         benchmark = get(self.name)
         cls = benchmark.env_class()
+        reward = kwargs.pop("reward", None)  # the reward mode (every environment has it)
         if "dataset" not in kwargs:
             import inspect  # only when a plugin registers a class (start-up time)
 
@@ -92,7 +93,10 @@ class EnvCreator:
             default = None if param is None else param.default
             if not (isinstance(default, str) and default in benchmark.datasets):
                 kwargs["dataset"] = benchmark.default_dataset
-        return cls(**kwargs)
+        env = cls(**kwargs)
+        if reward is not None:
+            env.set_reward_mode(reward)
+        return env
 
 
 def _register_gym(benchmark: Benchmark) -> None:
@@ -105,7 +109,8 @@ def _register_gym(benchmark: Benchmark) -> None:
     if benchmark.gym_id in gym.registry:
         gym.registry.pop(benchmark.gym_id)
     gym.register(id=benchmark.gym_id, entry_point=EnvCreator(benchmark.name),
-                 nondeterministic=False, disable_env_checker=True)
+                 nondeterministic=False, disable_env_checker=True,
+                 max_episode_steps=benchmark.max_turns)
 
 
 def _ensure_builtins() -> None:

@@ -110,7 +110,8 @@ class Benchmark:
     ``sandbox`` is the sandbox backend the environment runs on, checked before a run
     writes anything (``None``: it needs none). ``sandbox_profile`` (``base`` or ``ctf``)
     and ``sandbox_packages`` (more Debian packages, e.g. ``("nodejs",)``) make the pinned
-    root file system its sandboxes mount (:mod:`intercode.sandbox.rootfs`).
+    root file system its sandboxes mount (:mod:`intercode.sandbox.rootfs`). ``max_turns``
+    is the turn limit its Gymnasium id carries (the paper's 10 by default; ``None``: none).
     """
 
     name: str
@@ -134,8 +135,14 @@ class Benchmark:
     sandbox_profile: str = "base"
     sandbox_packages: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+    max_turns: int | None = 10
 
     def __post_init__(self) -> None:
+        if self.max_turns is not None and (isinstance(self.max_turns, bool)
+                                           or not isinstance(self.max_turns, int)
+                                           or self.max_turns < 1):
+            raise ConfigError(f"benchmark {self.name}: max_turns must be a positive integer "
+                              f"or None, not {self.max_turns!r}")
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
             raise ConfigError(f"a benchmark name must be letters, digits, - and _: {self.name!r}")
         if self.default_dataset not in self.datasets:

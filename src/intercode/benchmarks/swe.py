@@ -83,5 +83,6 @@ BENCHMARK = Benchmark(
     user_dataset="intercode.datasets.swe:load_instances",
     test_dataset="swe-demo",
     sandbox_packages=("python3-venv",),  # intercode.swe.build.PACKAGES
-    extra={"validate_noop": True},
+    extra={"validate_noop": True, "binary_reward": True},
+    max_turns=30,
 )

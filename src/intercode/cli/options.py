@@ -55,7 +55,7 @@ def settings(args: argparse.Namespace) -> EnvSettings:
                        sql_max_result_rows=args.sql_max_result_rows,
                        sql_metric=args.sql_metric, test_timeout=args.test_timeout,
                        gold_cache=not args.no_gold_cache, sandbox=args.sandbox,
-                       repo_mirror=args.repo_mirror, image=swe_image)
+                       repo_mirror=args.repo_mirror, image=swe_image, reward=args.reward)
 
 
 class EnvNames(Sequence[str]):
@@ -115,6 +115,11 @@ def add_env_options(p: argparse.ArgumentParser, env_option: bool = False) -> Non
     p.add_argument("--test-timeout", type=seconds(), default=None,
                    help="python: seconds per test statement when scoring (5); swe: seconds the "
                         "test command may run when scoring (900)")
+    p.add_argument("--reward", default="paper", choices=["paper", "success", "baseline"],
+                   help="the reward episodes earn: paper (the benchmark's own, InterCode's), "
+                        "success (1 when solved, else 0), or baseline (the paper's less "
+                        "what doing nothing earns on the task, rescaled so that solving is 1 "
+                        "and doing nothing 0; docs/training.md) (paper)")
     p.add_argument("--repo-mirror", default=None, metavar="DIR",
                    help="swe: a folder of local git clones (owner__name[.git]) to build "
                         "/testbed from, instead of cloning from GitHub (offline use)")

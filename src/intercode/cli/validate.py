@@ -20,6 +20,9 @@ def add_validate(sub: Any) -> None:
     va.add_argument("--workers", type=integer(1, MAX_WORKERS), default=2)
     va.add_argument("--output", default=None, help="also keep the run folder here")
     va.add_argument("--json", action="store_true", help="print the report as JSON")
+    va.add_argument("--baseline", action="store_true",
+                    help="also show what doing nothing (submitting at once) earns per task and "
+                         "on the dataset, under the paper's reward")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -28,6 +31,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     report = validate(args.env, dataset(args), workers=args.workers,
                       output=Path(args.output) if args.output is not None else None,
-                      settings=settings(args))
+                      settings=settings(args), baseline=args.baseline)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0 if not report["unexpected"] else 1

@@ -1,4 +1,5 @@
-"""Tasks whose gold is broken, or whose result depends on the host or the time.
+"""Tasks whose gold is broken, or whose result depends on the host or the time, by
+dataset (the table itself: :mod:`intercode.datasets.issue_table`).
 
 The list lives in ``data/known_issues.json`` keyed by the upstream source file and
 index, with a kind (``broken_gold``, ``host_dependent``, ``time_dependent``,
@@ -8,53 +9,15 @@ and reports print it.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-
+from intercode.datasets.issue_table import KINDS, KnownIssue, all_issues, issue_of
 from intercode.datasets.registry import load_dataset
 
-__all__ = ["issue_of", "known_issues"]
-
-KINDS = ("broken_gold", "host_dependent", "time_dependent", "nondeterministic", "network")
-
-
-@dataclass(frozen=True)
-class KnownIssue:
-    """Why a task cannot be trusted (or scores 1.0 for the wrong reason)."""
-
-    source: str
-    source_index: int
-    kind: str
-    reason: str
-    gold_scores_one: bool | None
-
-
-@lru_cache(maxsize=1)
-def _all() -> dict[tuple[str, int], KnownIssue]:
-    text = resources.files("intercode.datasets.data").joinpath("known_issues.json")
-    raw = json.loads(text.read_text(encoding="utf-8"))
-    out = {}
-    for source, items in raw.items():
-        if source.startswith("_"):
-            continue
-        for index, item in items.items():
-            if item["kind"] not in KINDS:
-                raise ValueError(f"known_issues.json: bad kind {item['kind']!r}")
-            out[(source, int(index))] = KnownIssue(source, int(index), item["kind"],
-                                                  item["reason"], item["gold_scores_one"])
-    return out
-
-
-def issue_of(source: str, source_index: int) -> KnownIssue | None:
-    """The known issue of one task (by its upstream source file and index), if any."""
-    return _all().get((source, source_index))
+__all__ = ["KINDS", "KnownIssue", "issue_of", "known_issues"]
 
 
 def known_issues(dataset: str, env: str | None = None) -> dict[int, KnownIssue]:
     """Known issues of a dataset's tasks, by task index (``env``: for a task file)."""
-    table = _all()
+    table = all_issues()
     found = {}
     for task in load_dataset(dataset, env):
         issue = table.get((task.source, task.source_index))

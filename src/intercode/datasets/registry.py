@@ -25,9 +25,13 @@ def dataset_names(env: str | None = None) -> list[str]:
 
 
 def dataset_env(name: str) -> str | None:
-    """The environment a registered dataset belongs to (``None``: not registered)."""
+    """The environment a registered dataset (or a view of one) belongs to (``None``: not
+    registered)."""
     from intercode.benchmarks import owner
+    from intercode.datasets.views import is_view
 
+    if is_view(name):
+        name = name.split(":", 1)[0]
     benchmark = owner(name)
     return None if benchmark is None else benchmark.name
 
@@ -41,9 +45,13 @@ def load_dataset(name: str, env: str | None = None) -> Dataset:
     """Load a registered dataset (cached per process), or the user's task file ``name``
     for the environment ``env`` (read each time)."""
     from intercode.benchmarks import get, owner
+    from intercode.datasets.views import is_view, parse_view, view
 
     if owner(name) is not None:
         return _load_registered(name)
+    if is_view(name):
+        base, options = parse_view(name)
+        return view(load_dataset(base, env), name, **options)  # type: ignore[arg-type]
     if is_dataset_file(name):
         if env is None:
             raise ConfigError(f"{name}: a task file needs its environment (e.g. BashEnv(dataset"

@@ -37,6 +37,19 @@ class Evaluation:
         self.reward = reward
         self.success = success
         self.info = info
+        self.shaped = False  # the environment's reward mode was applied (see _shape)
+
+
+def _with_reward_mode(method: Any) -> Any:
+    """``evaluate``/``submit`` of a subclass, its result in the environment's reward mode."""
+    def scored(self: IntercodeEnv, *args: Any, **kwargs: Any) -> Evaluation:
+        return self._shape(method(self, *args, **kwargs))
+
+    scored.__doc__, scored.__name__ = method.__doc__, method.__name__
+    scored.__qualname__ = method.__qualname__
+    scored.__wrapped__ = method  # type: ignore[attr-defined]
+    scored._reward_mode = True  # type: ignore[attr-defined]
+    return scored
 
 
 class IntercodeEnv(gym.Env[str, str]):
@@ -47,6 +60,16 @@ class IntercodeEnv(gym.Env[str, str]):
     submit_keyword = "submit"
     skip_keyword = "skip"
     _init_args: tuple[tuple[Any, ...], dict[str, Any]]
+    reward_mode = "paper"  # see set_reward_mode
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every subclass's ``evaluate`` and ``submit`` give the reward of the
+        environment's mode (:mod:`intercode.rewards.modes`), plugins' included."""
+        super().__init_subclass__(**kwargs)
+        for name in ("evaluate", "submit"):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_reward_mode", False):
+                setattr(cls, name, _with_reward_mode(method))
 
     def __new__(cls, *args: Any, **kwargs: Any) -> IntercodeEnv:
         """Remember the constructor's arguments (:meth:`fork` builds a sibling with them)."""
@@ -108,6 +131,54 @@ class IntercodeEnv(gym.Env[str, str]):
     @abstractmethod
     def evaluate(self) -> Evaluation:
         """Score the current state without ending the episode."""
+
+    def set_reward_mode(self, mode: str) -> None:
+        """The reward episodes earn: ``paper`` (the benchmark's own, the default),
+        ``success`` or ``baseline`` (see :mod:`intercode.rewards.modes`)."""
+        from intercode.rewards.modes import check_mode
+
+        self.reward_mode = check_mode(mode)
+
+    def _shape(self, result: Evaluation) -> Evaluation:
+        """``result`` in this environment's reward mode (once: a submit that calls
+        evaluate is not shaped twice); the paper's reward stays in ``info``."""
+        if result.shaped or self.reward_mode == "paper":
+            result.shaped = True
+            return result
+        from intercode.rewards.modes import shaped
+
+        baseline = None
+        if self.reward_mode == "baseline":
+            baseline = self._baseline()
+            result.info["baseline"] = baseline
+        result.info["reward_mode"] = self.reward_mode
+        result.info["paper_reward"] = result.reward
+        result.reward = shaped(self.reward_mode, result.reward, result.success, baseline)
+        result.shaped = True
+        return result
+
+    def _baseline(self) -> float:
+        """What handing in the task's untouched starting state earns under the paper's
+        reward (measured at reset, once per task; 0.0 where the benchmark's reward is
+        all or nothing)."""
+        assert self.task is not None
+        cache = self.__dict__.setdefault("_baselines", {})
+        return float(cache.get(self.task.index, 0.0))
+
+    def _measure_baseline(self) -> None:
+        """At reset, in ``baseline`` mode: the untouched state's paper reward, once."""
+        from intercode.benchmarks import get
+
+        assert self.task is not None
+        cache = self.__dict__.setdefault("_baselines", {})
+        if self.task.index in cache:
+            return
+        if get(self.env_name).extra.get("binary_reward"):
+            cache[self.task.index] = 0.0
+            return
+        evaluate = getattr(type(self).evaluate, "__wrapped__", None)
+        raw = evaluate(self) if evaluate is not None else self.evaluate()
+        cache[self.task.index] = 1.0 if raw.success else float(raw.reward)
 
     def parse_submit(self, action: str) -> tuple[bool, str | None]:
         """Whether ``action`` submits, and its argument (``submit <arg>``), if any."""
@@ -324,6 +395,8 @@ class IntercodeEnv(gym.Env[str, str]):
                 other._spares.ready_task = None
                 self.transfer_state(state, other)
                 other.turn, other.done, other.history = turn, done, history
+                other.reward_mode = self.reward_mode
+                other.__dict__["_baselines"] = self.__dict__.setdefault("_baselines", {})
                 other.np_random = copy.deepcopy(self.np_random)
             except BaseException:
                 if into is None:
@@ -375,6 +448,8 @@ class IntercodeEnv(gym.Env[str, str]):
             raise TaskUnavailable(reason)
         self.task = self.dataset[index]
         self.load_task(self.task)
+        if self.reward_mode == "baseline":
+            self._measure_baseline()
         self.turn = 0
         self.done = False
         self.history = []

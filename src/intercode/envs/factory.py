@@ -23,4 +23,6 @@ def make_env(env: str, dataset: str | Dataset, settings: EnvSettings) -> Interco
     """An unwrapped environment of the registered benchmark ``env``."""
     from intercode.benchmarks import get
 
-    return get(env).env_class().from_settings(dataset, settings)
+    made = get(env).env_class().from_settings(dataset, settings)
+    made.set_reward_mode(settings.reward)
+    return made

@@ -22,7 +22,9 @@ class EnvSettings:
     gold's stored results, see :mod:`intercode.envs.gold_cache`), ``sandbox`` (the
     sandbox backend: ``bwrap`` or ``docker``, see ``intercode.sandbox``), ``repo_mirror``
     (SWE: a folder of local clones, see :mod:`intercode.swe.repos`), ``image`` (SWE: a
-    prebuilt image per instance, a pattern, see :mod:`intercode.swe.images`). ``None`` is the
+    prebuilt image per instance, a pattern, see :mod:`intercode.swe.images`), ``reward`` (the
+    reward episodes earn: ``paper``, ``success``, ``baseline``; :mod:`intercode.rewards.modes`).
+    ``None`` is the
     environment's own default.
     """
 
@@ -39,3 +41,4 @@ class EnvSettings:
     sandbox: str = "bwrap"
     repo_mirror: str | None = None
     image: str | None = None
+    reward: str = "paper"

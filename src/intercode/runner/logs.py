@@ -164,8 +164,10 @@ def save_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def check_resumable(config_path: Path, config: dict[str, Any], keys: tuple[str, ...]) -> None:
-    """Refuse to resume into a run with a different configuration."""
+def check_resumable(config_path: Path, config: dict[str, Any], keys: tuple[str, ...],
+                    defaults: dict[str, Any] | None = None) -> None:
+    """Refuse to resume into a run with a different configuration (``defaults``: what a
+    key missing from an older run's configuration meant)."""
     try:
         old = safeio.loads(safeio.read_bytes(config_path))
     except (OSError, ValueError, safeio.Refused) as exc:
@@ -174,6 +176,6 @@ def check_resumable(config_path: Path, config: dict[str, Any], keys: tuple[str, 
     if not isinstance(old, dict):
         raise ConfigError(f"cannot resume: {config_path} is not a run's configuration")
     for key in keys:
-        if old.get(key) != config.get(key):
+        if old.get(key, (defaults or {}).get(key)) != config.get(key):
             raise ConfigError(f"cannot resume: {key} was {old.get(key)!r} in {config_path}, "
                               f"now {config.get(key)!r}; use a new --output")
