@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,3 +63,44 @@ def test_the_mode_is_recorded_and_a_resume_keeps_it(tmp_path: Path) -> None:
 def test_an_unknown_mode_is_refused_in_one_line() -> None:
     with pytest.raises(ConfigError, match="unknown reward 'bogus'"):
         intercode.make("bash", dataset="bash-demo", reward="bogus")
+
+
+def answer_env(tmp_path: Path, check: str) -> Any:
+    from intercode.envs.bash import BashEnv
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": 0, "query": "Print alpha then beta.", "gold": "echo alpha beta"}\n')
+    return BashEnv(str(tasks), answer_check=check)
+
+
+@pytest.mark.parametrize(("answer", "tfidf", "strict"), [
+    ("echo alpha beta", 1.0, 1.0),
+    ("echo beta alpha", 1.0, 0.67),         # order: TF-IDF cannot see it
+    ("echo ALPHA beta", 1.0, 0.67),         # case
+    ("echo alpha, beta!", 1.0, 0.67),       # punctuation
+    ("printf 'alpha beta  \\r\\n\\n'", 1.0, 1.0),  # line ends and trailing blanks only
+])
+def test_the_strict_answer_check_sees_order_case_and_punctuation(tmp_path: Path, answer: str,
+                                                                 tfidf: float,
+                                                                 strict: float) -> None:
+    for check, expected in (("tfidf", tfidf), ("strict", strict)):
+        env = answer_env(tmp_path, check)
+        try:
+            env.reset(options={"task": 0})
+            env.step(answer)
+            _, reward, _, _, info = env.step("submit")
+            assert reward == expected, (check, answer, info)
+            assert info["answer_exact"] is (strict == 1.0)
+        finally:
+            env.close()
+
+
+def test_the_answer_check_is_an_option_of_bash_only(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from intercode.cli import main
+
+    code = main(["eval", "sql", "--answer-check", "strict", "--agent", "gold",
+                 "--output", str(tmp_path / "r")])
+    said = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and said == ["intercode: error: --answer-check applies only to the bash "
+                                  "environment, not sql"]

@@ -69,7 +69,7 @@ BENCHMARK = Benchmark(
     prompting=Prompting(language="bash", setting="Bourne Shell",
                         react_examples=REACT_EXAMPLES, plan_examples=PLAN_EXAMPLES),
     dialogue_limit=7,
-    options=frozenset({"gold_cache"}),
+    options=frozenset({"gold_cache", "answer_check"}),
     human_prompt="$",
     user_dataset="intercode.datasets.user:load_user_dataset",
     test_dataset="bash-demo",

@@ -27,7 +27,7 @@ SANDBOX_PROFILES = ("base", "ctf")
 DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
 # the settings a benchmark may take from the command line besides the common ones
 OPTIONS = ("sql_backend", "mysql_url", "sql_max_rows", "sql_max_result_rows", "sql_metric",
-           "network", "test_timeout", "gold_cache", "repo_mirror")
+           "network", "test_timeout", "gold_cache", "repo_mirror", "answer_check")
 
 
 @dataclass(frozen=True)

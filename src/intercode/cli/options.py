@@ -55,7 +55,8 @@ def settings(args: argparse.Namespace) -> EnvSettings:
                        sql_max_result_rows=args.sql_max_result_rows,
                        sql_metric=args.sql_metric, test_timeout=args.test_timeout,
                        gold_cache=not args.no_gold_cache, sandbox=args.sandbox,
-                       repo_mirror=args.repo_mirror, image=swe_image, reward=args.reward)
+                       repo_mirror=args.repo_mirror, image=swe_image, reward=args.reward,
+                       answer_check=args.answer_check or "tfidf")
 
 
 class EnvNames(Sequence[str]):
@@ -120,6 +121,10 @@ def add_env_options(p: argparse.ArgumentParser, env_option: bool = False) -> Non
                         "success (1 when solved, else 0), or baseline (the paper's less "
                         "what doing nothing earns on the task, rescaled so that solving is 1 "
                         "and doing nothing 0; docs/training.md) (paper)")
+    p.add_argument("--answer-check", default=None, choices=["tfidf", "strict"],
+                   help="bash: how the answer part is scored: tfidf (InterCode's similarity) or "
+                        "strict (the outputs equal as text, order and case counting, after "
+                        "normalising line ends and trailing blanks) (tfidf)")
     p.add_argument("--repo-mirror", default=None, metavar="DIR",
                    help="swe: a folder of local git clones (owner__name[.git]) to build "
                         "/testbed from, instead of cloning from GitHub (offline use)")
@@ -161,7 +166,9 @@ def refuse_inapplicable(args: argparse.Namespace) -> None:
                                 ("--sql-metric", "sql_metric", args.sql_metric is not None),
                                 ("--test-timeout", "test_timeout", args.test_timeout is not None),
                                 ("--no-gold-cache", "gold_cache", args.no_gold_cache),
-                                ("--repo-mirror", "repo_mirror", args.repo_mirror is not None)):
+                                ("--repo-mirror", "repo_mirror", args.repo_mirror is not None),
+                                ("--answer-check", "answer_check",
+                                 args.answer_check is not None)):
         if given and option not in options:
             takers = [b.name for b in benchmarks() if option in b.options]
             raise ConfigError(f"{flag} applies only to the {' and '.join(takers) or 'no'} "

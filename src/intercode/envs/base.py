@@ -106,13 +106,14 @@ class IntercodeEnv(gym.Env[str, str]):
     def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> IntercodeEnv:
         """An environment built from the command line's / runner's settings.
 
-        The default passes ``limits``, ``upstream_quirks``, ``gold_cache`` and ``sandbox``
+        The default passes ``limits``, ``upstream_quirks``, ``gold_cache``,
+        ``answer_check`` and ``sandbox``
         (as ``backend``) if the constructor takes them; environments with more settings
         override this.
         """
         accepted = inspect.signature(cls.__init__).parameters
         kwargs = {name: getattr(settings, name) for name in ("limits", "upstream_quirks",
-                                                             "gold_cache")
+                                                             "gold_cache", "answer_check")
                   if name in accepted}
         if "backend" in accepted:  # the sandbox backend
             kwargs["backend"] = settings.sandbox

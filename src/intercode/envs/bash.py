@@ -25,7 +25,13 @@ from intercode.envs.gold_cache import GoldCache, GoldResult
 from intercode.envs.info import ActionInfo
 from intercode.errors import ConfigError, RewardError, SandboxError, SnapshotError
 from intercode.execstate import ExecState
-from intercode.rewards.bash import BashReward, BashSnapshot, bash_reward, common_added
+from intercode.rewards.bash import (
+    ANSWER_CHECKS,
+    BashReward,
+    BashSnapshot,
+    bash_reward,
+    common_added,
+)
 from intercode.sandbox import create_sandbox, require_backend
 from intercode.sandbox.base import Change, ExecResult, Sandbox
 from intercode.sandbox.filetree import FileTree
@@ -77,6 +83,9 @@ class BashEnv(IntercodeEnv):
             (:mod:`intercode.envs.gold_cache`; never for time-dependent or
             nondeterministic tasks); ``False`` (or ``INTERCODE_GOLD_CACHE=0``) runs the
             gold every episode. Not used with a ``sandbox`` factory of your own.
+        answer_check: ``tfidf`` (InterCode's similarity of the answers, the default) or
+            ``strict`` (the answers equal as text after a documented normalisation,
+            order and case counting; see :mod:`intercode.rewards.bash`).
     """
 
     env_name = "bash"
@@ -84,7 +93,8 @@ class BashEnv(IntercodeEnv):
     def __init__(self, dataset: str | Dataset = "nl2bash-fs1", *, limits: Limits | None = None,
                  layout: Layout | None = None, sandbox: SandboxFactory | None = None,
                  backend: str = "bwrap", upstream_quirks: bool = False,
-                 gold_cache: bool = True, render_mode: str | None = None) -> None:
+                 gold_cache: bool = True, answer_check: str = "tfidf",
+                 render_mode: str | None = None) -> None:
         super().__init__(dataset, render_mode=render_mode)
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
         self.layout = arguments.optional("layout", layout, Layout) or Layout()
@@ -97,6 +107,10 @@ class BashEnv(IntercodeEnv):
         self._factory: SandboxFactory = sandbox or partial(create_sandbox, self.backend,
                                                            layout=self.layout)
         self.upstream_quirks = upstream_quirks
+        if answer_check not in ANSWER_CHECKS:
+            raise ConfigError(f"answer_check must be one of {', '.join(ANSWER_CHECKS)}, not "
+                              f"{answer_check!r}")
+        self.answer_check = answer_check
         self._agent: Sandbox | None = None
         self._booting = False  # the agent's sandbox was begun by _prestart()
         self._gold: Sandbox | None = None
@@ -195,6 +209,7 @@ class BashEnv(IntercodeEnv):
         """The reward submitting now would give (upstream's Try Again evaluation)."""
         reward = self.reward()
         info = {"reward_parts": reward.parts(), "similarity": reward.similarity,
+                "answer_exact": reward.answer_exact,
                 "diff_miss": _shown(reward.diff_miss),
                 "diff_extra": _shown(reward.diff_extra),
                 "diff_same": {"files": _shown(reward.diff_same),
@@ -225,7 +240,7 @@ class BashEnv(IntercodeEnv):
                            else {p: stored.hashes[p] for p in paths})
         except SandboxError as exc:
             raise RewardError(f"could not evaluate task {self.task.index}: {exc}") from exc
-        return bash_reward(agent, gold, agent_hashes, gold_hashes)
+        return bash_reward(agent, gold, agent_hashes, gold_hashes, self.answer_check)
 
     def _gold_result(self, use_store: bool = True) -> tuple[BashSnapshot, ExecResult]:
         """Run the gold command once per episode in the pristine gold sandbox (or take

@@ -24,6 +24,7 @@ class EnvSettings:
     (SWE: a folder of local clones, see :mod:`intercode.swe.repos`), ``image`` (SWE: a
     prebuilt image per instance, a pattern, see :mod:`intercode.swe.images`), ``reward`` (the
     reward episodes earn: ``paper``, ``success``, ``baseline``; :mod:`intercode.rewards.modes`).
+    ``answer_check`` (Bash: ``tfidf`` or ``strict``, see :mod:`intercode.rewards.bash`).
     ``None`` is the
     environment's own default.
     """
@@ -42,3 +43,4 @@ class EnvSettings:
     repo_mirror: str | None = None
     image: str | None = None
     reward: str = "paper"
+    answer_check: str = "tfidf"

@@ -16,6 +16,13 @@ each rounded to two decimals:
   exactly 0.5 gives 0.16 upstream where Python's ``round(0.165, 2)`` gives 0.17.
 
 Success is a reward of 1.0 (upstream stops Try Again episodes on ``reward == 1``).
+
+TF-IDF ignores word order, case and punctuation, so some wrong answers get the whole
+0.33. ``answer="strict"`` puts an exact check in its place: the two outputs, each
+normalised (line endings ``\r\n`` and ``\r`` made ``\n``, the spaces and tabs at the end
+of every line and the empty lines at the end removed), are equal or not: 0.33 or 0.
+Order and case count. Every reward says whether the answers were equal so
+(``answer_exact``), whichever check scored.
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ from intercode.rewards.rounding import round_like_numpy
 from intercode.rewards.tfidf import answer_similarity
 from intercode.sandbox.base import Change
 
-__all__ = ["BashReward", "BashSnapshot", "bash_reward", "common_added"]
+__all__ = ["ANSWER_CHECKS", "BashReward", "BashSnapshot", "bash_reward", "common_added",
+           "normalised_answer"]
+
+ANSWER_CHECKS = ("tfidf", "strict")
 
 ADDED_CODES = ("A", "??", "C")
 
@@ -54,6 +64,7 @@ class BashReward:
     diff_extra: tuple[Change, ...]
     diff_same: tuple[Change, ...]
     same_correct: int
+    answer_exact: bool = False
 
     @property
     def success(self) -> bool:
@@ -72,9 +83,17 @@ def common_added(agent: Sequence[Change], gold: Sequence[Change]) -> list[str]:
     return sorted(c.path for c in same if c.code in ADDED_CODES)
 
 
+def normalised_answer(output: str | None) -> str:
+    """An output as the strict check compares it (see the module docstring)."""
+    text = (output or "").replace("\r\n", "\n").replace("\r", "\n")
+    return "\n".join(line.rstrip(" \t") for line in text.split("\n")).rstrip("\n")
+
+
 def bash_reward(agent: BashSnapshot, gold: BashSnapshot,
-                agent_hashes: Mapping[str, str], gold_hashes: Mapping[str, str]) -> BashReward:
-    """Compute the reward; the hash maps must cover :func:`common_added`'s paths."""
+                agent_hashes: Mapping[str, str], gold_hashes: Mapping[str, str],
+                answer_check: str = "tfidf") -> BashReward:
+    """Compute the reward; the hash maps must cover :func:`common_added`'s paths.
+    ``answer_check``: ``tfidf`` (InterCode's) or ``strict`` (see the module docstring)."""
     agent_set, gold_set = set(agent.changes), set(gold.changes)
     miss = tuple(sorted(gold_set - agent_set, key=_key))
     extra = tuple(sorted(agent_set - gold_set, key=_key))
@@ -88,13 +107,18 @@ def bash_reward(agent: BashSnapshot, gold: BashSnapshot,
         correct = sum(1 for c in same if agent_hashes[c.path] == gold_hashes[c.path])
         file_changes = round(0.33 * (correct / len(same)), 2)
     reward += file_changes
-    similarity = answer_similarity(agent.output, gold.output)
+    exact = normalised_answer(agent.output) == normalised_answer(gold.output)
+    if answer_check == "strict":
+        similarity = 1.0 if exact else 0.0
+    else:
+        similarity = answer_similarity(agent.output, gold.output)
     # The equality fallback is 0 or 1, for which both roundings agree.
     answer = round_like_numpy(0.33 * similarity)
     reward += answer
     return BashReward(reward=reward, file_diff=file_diff, file_changes=file_changes,
                       answer_similarity=answer, similarity=similarity, diff_miss=miss,
-                      diff_extra=extra, diff_same=same, same_correct=correct)
+                      diff_extra=extra, diff_same=same, same_correct=correct,
+                      answer_exact=exact)
 
 
 def _key(change: Change) -> tuple[str, str]:

@@ -40,7 +40,7 @@ __all__ = ["RunConfig", "execute", "parse_task_ranges", "run_config"]
 log = logging.getLogger(__name__)
 RESUME_KEYS = ("env", "dataset", "agent", "trajectories", "max_turns", "upstream_quirks",
                "sql_backend", "network", "model_identity", "strategy", "sql_max_rows",
-               "sql_max_result_rows", "sql_metric", "test_timeout", "reward")
+               "sql_max_result_rows", "sql_metric", "test_timeout", "reward", "answer_check")
 
 
 @dataclass(frozen=True)
@@ -259,7 +259,8 @@ def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],
     if not cfg.resume:
         raise ConfigError(f"{results.path} exists; pass --resume to finish that run, or "
                           "choose another --output")
-    check_resumable(cfg.output / "config.json", config, RESUME_KEYS, {"reward": "paper"})
+    check_resumable(cfg.output / "config.json", config, RESUME_KEYS,
+                    {"reward": "paper", "answer_check": "tfidf"})
     _check_same_root(cfg.output / "config.json", config.get("rootfs"))
     cut = results.repair()
     if cut:
