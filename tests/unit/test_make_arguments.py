@@ -25,7 +25,8 @@ MISUSES = [
     ("bash", {"max_turns": "5"}, r"max_turns must be a whole number >= 1"),
     ("bash", {"max_turns": -1}, r"max_turns must be a whole number >= 1"),
     ("bash", {"max_turns": True}, r"max_turns must be a whole number >= 1"),
-    ("bash", {"timeout": 5}, r"the bash environment takes no keyword timeout; it takes backend"),
+    ("bash", {"timeout": 5}, r"the bash environment takes no keyword timeout; it takes "
+                             r"answer_check, backend"),
     ("nope", {}, r"unknown environment 'nope'"),
     ("sql", {"limits": Limits()}, r"limits must be a SqlLimits .* not Limits"),
     ("sql", {"mysql_url": 5}, r"mysql_url must be a str"),
