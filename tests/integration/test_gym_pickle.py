@@ -32,7 +32,7 @@ KWARGS = {
     "bash": {"limits": Limits(timeout=5.0), "layout": Layout(hostname="box"),
              "sandbox": partial(create_sandbox, "bwrap", layout=Layout(hostname="box")),
              "backend": "bwrap", "upstream_quirks": True, "gold_cache": False,
-             "render_mode": "ansi"},
+             "answer_check": "strict", "render_mode": "ansi"},
     "sql": {"backend": "sqlite", "mysql_url": "mysql://u:p@127.0.0.1:3306",
             "limits": SqlLimits(timeout=5.0), "sandbox_backend": "bwrap",
             "metric": "exec_match_nodistinct", "render_mode": "ansi"},
@@ -42,6 +42,9 @@ KWARGS = {
     "ctf": {"limits": Limits(timeout=5.0), "layout": Layout(hostname="box"), "network": "host",
             "max_submissions": 3, "backend": "bwrap", "upstream_quirks": True,
             "render_mode": "ansi"},
+    "swe": {"limits": Limits(timeout=5.0), "layout": Layout(hostname="box"), "backend": "bwrap",
+            "repo_mirror": "/srv/mirrors", "test_timeout": 60.0,
+            "image": "swebench/sweb.eval.x86_64.{instance_id}", "render_mode": "ansi"},
 }
 LIVE = r"a live \w+Env holds sandboxes .* cannot be pickled or copied; pass its spec"
 
