@@ -214,5 +214,8 @@ def test_an_endpoint_that_dies_mid_run_errs_the_episodes_left_and_the_run_goes_o
     assert sorted(r["task"] for r in got) == list(range(len(load_dataset("bash-demo"))))
     assert [r["status"] for r in got[:2]] == ["ok", "ok"]
     failed = [r for r in got if r["status"] == "error"]
-    assert len(failed) >= len(got) - 3  # all but the episode in flight when it died, maybe
+    # one worker takes the tasks in order: once the server is gone, every later episode is
+    # an error (how many finished before it went depends on the machine's load)
+    statuses = [r["status"] for r in sorted(got, key=lambda r: r["task"])]
+    assert failed and all(s == "error" for s in statuses[statuses.index("error"):]), statuses
     assert all("failed 2 times" in r["error"] and "refused" in r["error"] for r in failed)
