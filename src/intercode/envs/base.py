@@ -449,11 +449,11 @@ class IntercodeEnv(gym.Env[str, str]):
             raise TaskUnavailable(reason)
         self.task = self.dataset[index]
         self.load_task(self.task)
-        if self.reward_mode == "baseline":
-            self._measure_baseline()
         self.turn = 0
         self.done = False
         self.history = []
+        if self.reward_mode == "baseline":  # of this episode's untouched state, no history
+            self._measure_baseline()
         return self.task.query, self._task_info()
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
