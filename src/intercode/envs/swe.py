@@ -237,11 +237,12 @@ class SweEnv(IntercodeEnv):
         plan = specs.plan(task)
         runner = patches.runner_paths(plan.command)
         kept, dropped = patches.filter_patch(patch, runner)
-        info: dict[str, Any] = {"patch_bytes": len(patch.encode()),
-                                "patch_sha256": hashlib.sha256(patch.encode()).hexdigest()}
+        raw = patch.encode()
+        info: dict[str, Any] = {"patch_bytes": len(raw),
+                                "patch_sha256": hashlib.sha256(raw).hexdigest()}
         if dropped:
             info["dropped_paths"] = dropped[:50]
-        if len(patch.encode()) > MAX_PATCH:
+        if len(raw) > MAX_PATCH:
             return _zero(info, f"the patch is larger than {MAX_PATCH >> 20} MiB")
         tree, layout = self._tree(task)
         box = self._scoring_sandbox(layout)

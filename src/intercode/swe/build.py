@@ -263,19 +263,17 @@ def _host_ca() -> bytes | None:
 
 
 def _pip_env(ca: bytes | None) -> list[tuple[str, str]]:
+    """The host's pip settings for the build sandbox: index URLs only over http(s) (a
+    local path or ``file:`` index is not visible there), the others as they are."""
     import os
 
     found = []
     for name in PIP_VARS:
-        value = os.environ.get(name, "")
-        if value and "file:" not in value:
-            found.append((name, " ".join(v for v in value.split() if "://" in v or
-                                         not name.endswith("_URL"))))
+        words = os.environ.get(name, "").split()
+        if name.endswith("_URL"):
+            words = [w for w in words if w.startswith(("http://", "https://"))]
+        if words:
+            found.append((name, " ".join(words)))
     if ca is not None:
         found += [("PIP_CERT", CA_FILE), ("SSL_CERT_FILE", CA_FILE)]
-    return [(k, v) for k, v in found if v]
-
-
-def manifest_path(key: str) -> Path:
-    """Where the manifest of a built environment is kept."""
-    return cache_dir() / "swe" / "envs" / f"{key}.json"
+    return found

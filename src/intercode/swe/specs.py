@@ -47,8 +47,8 @@ class TestPlan:
     the version the spec asks for; ``requirements`` is the spec's ``packages`` field
     (``requirements.txt``, ``environment.yml``, conda package names or empty);
     ``pre_install`` the spec's system commands (not run here: see :mod:`~intercode.swe.build`).
-    ``known`` says whether SWE-bench's specs know the repository and version;
-    ``python_repo`` whether it is a Python repository (the specs name a Python version).
+    ``python_repo`` says whether it is a Python repository (SWE-bench's specs do not know
+    it, or name a Python version for it).
     """
 
     command: str
@@ -58,7 +58,6 @@ class TestPlan:
     requirements: str
     install: str
     pre_install: tuple[str, ...]
-    known: bool
     python_repo: bool = True
 
 
@@ -127,7 +126,7 @@ def plan(task: SweTask) -> TestPlan:
                     python=task.python or str(spec.get("python", DEFAULT_PYTHON)),
                     pip_packages=pip, requirements=packages if isinstance(packages, str) else "",
                     install=task.install or str(spec.get("install", "")),
-                    pre_install=tuple(str(p) for p in pre), known=known,
+                    pre_install=tuple(str(p) for p in pre),
                     python_repo=not known or "python" in spec or bool(task.python))
 
 
