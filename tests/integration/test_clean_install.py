@@ -108,8 +108,8 @@ def test_doctor_and_the_python_api(plain, tmp_path):
 ABSENT = [
     ("mysql", ["eval", "sql", "--backend", "mysql", "--mysql-url",
                "mysql://u:p@127.0.0.1:1", "--agent", "gold", "--output", "m", "--no-progress"]),
-    ("serve", ["serve", "mcp", "--env", "bash"]),
-    ("serve", ["serve", "openenv", "--env", "bash", "--port", "0"]),
+    ("mcp", ["serve", "mcp", "--env", "bash"]),
+    ("openenv", ["serve", "openenv", "--env", "bash", "--port", "0"]),
     ("report", ["report", "run"]),
     ("ray", ["eval", "bash", "--dataset", "bash-demo", "--agent", "gold", "--executor", "ray",
              "--output", "r", "--no-progress"]),

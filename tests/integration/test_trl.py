@@ -111,7 +111,36 @@ def bash_class():
     return environment_class("bash", "bash-demo", reward="success")
 
 
-def test_two_grpo_steps_see_the_gold_score_one(tmp_path, monkeypatch, bash_class):
+@pytest.fixture(scope="module")
+def served_bash_class():
+    """The class over ``intercode serve openenv`` (skipped without the openenv extra)."""
+    pytest.importorskip("intercode.integrations.serve._openenv_core",
+                        reason="the openenv extra is not installed")
+    import select
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "intercode", "serve", "openenv", "bash", "--dataset",
+         "bash-demo", "--reward", "success", "--port", "0", "--max-sessions", "4"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 90)
+        line = proc.stdout.readline() if ready else ""
+        assert "http://" in line, f"the server did not start: {line!r}"
+        url = "http://" + line.split("http://", 1)[1].split()[0]
+        yield environment_class("bash", "bash-demo", reward="success", url=url)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("where", ["in process", "served"])
+def test_two_grpo_steps_see_the_gold_score_one(tmp_path, monkeypatch, request, where):
+    bash_class = request.getfixturevalue("bash_class" if where == "in process"
+                                         else "served_bash_class")
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     tokenizer = byte_tokenizer()
     model = tiny_model(tokenizer)

@@ -498,7 +498,7 @@ def test_without_the_mcp_package_the_error_is_one_line():
                           timeout=60)
     assert proc.returncode == 2
     assert proc.stderr == ("intercode: error: intercode serve mcp needs the mcp package: "
-                           "pip install 'intercode[serve]'\n")
+                           "pip install 'intercode[mcp]'\n")
 
 
 @pytest.mark.parametrize(("argv", "message"), [

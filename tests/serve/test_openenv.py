@@ -7,6 +7,7 @@ closed session's sandboxes are gone, which the SIGKILL test counts) and caps ses
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import select
@@ -46,6 +47,8 @@ SERVERS = {
     "ctf": ("intercode-ctf", ["--max-sessions", "2", "--idle-timeout", "3"], 0),
     "swe": ("swe-demo", ["--max-sessions", "2"], 0),
 }
+if importlib.util.find_spec("swebench") is None:  # an environment with the openenv extra
+    del SERVERS["swe"]                              # alone scores no swe task
 WRONG = {"bash": "echo nothing useful", "sql": "SELECT 1", "python": "unrelated = 1",
          "swe": "echo '# no fix' >> textkit/words.py"}
 
@@ -272,6 +275,104 @@ def test_try_again_scores_as_step_rewards_and_seeded_resets(servers):
         assert drawn[0] == drawn[1] and 0 <= drawn[0] < 8
         assert client.reset(seed=7, episode_id="ep-1").observation.task == drawn[0]
         assert client.state().episode_id == "ep-1"
+
+
+def test_the_documented_client_idioms_work(servers):
+    """Plain calls in blocking code, awaited calls in async code, string actions, and the
+    token on every connection (new_session's too), as OpenEnv's documents use them."""
+    server = servers["bash"]
+    task = load_dataset("bash-demo")[2]
+    gold = get("bash").gold_action(task)
+    client = server.client()  # no .sync(): blocking calls return results
+    try:
+        first = client.reset(task=2)
+        assert first.observation.query == task.query and not first.done
+        assert client.step("echo plain").observation.output.strip() == "plain"
+        client.step(gold)
+        end = client.step("submit")
+        assert end.done and end.reward == 1.0
+        assert client.state().task == 2
+    finally:
+        client.close()
+
+    async def awaited() -> tuple[float | None, float | None]:
+        async with server.client() as env:
+            await env.reset(task=2)
+            await env.step(IntercodeAction(code=gold))
+            done = await env.step("submit")
+            other = await env.new_session()  # a second session, with the same token
+            await other.reset(task=2)
+            skipped = await other.step("skip")
+            return done.reward, skipped.reward
+
+    import asyncio
+
+    assert asyncio.run(awaited()) == (1.0, 0.0)
+
+    headers = IntercodeEnvClient(base_url=server.url, message_timeout_s=60,
+                                 headers={"Authorization": f"Bearer {TOKEN}"})
+    with headers.sync() as env:
+        assert env.reset(task=2).observation.task == 2
+
+
+def test_openenv_mcp_tool_client_lists_and_calls_the_tools(servers):
+    """OpenEnv's generic MCPToolClient, on the WebSocket (steps with rewards) and over
+    HTTP /mcp (production mode), and the raw JSON-RPC of /mcp."""
+    from openenv.core.env_server.mcp_types import CallToolAction
+    from openenv.core.mcp_client import MCPToolClient
+
+    server = servers["sql"]
+    task = load_dataset("spider-dev", "sql")[0]
+    gold = get("sql").gold_action(task)
+
+    async def on_the_websocket() -> None:
+        async with MCPToolClient(base_url=server.url) as env:
+            tools = {tool.name: tool for tool in await env.list_tools()}
+            assert set(tools) == {"execute", "evaluate", "submit"}
+            assert tools["execute"].input_schema["required"] == ["code"]
+            await env.reset(task=0)
+            ran = await env.call_tool("execute", code=gold)
+            assert ran["exit_code"] in (0, None) and ran["output"]
+            scored = await env.step(CallToolAction(tool_name="evaluate", arguments={}))
+            assert scored.reward == 1.0 and not scored.done
+            bad = await env.step(CallToolAction(tool_name="execute", arguments={"cmd": 1}))
+            assert bad.observation.error is not None and "no argument 'cmd'" in (
+                bad.observation.error.message)
+            missing = await env.step(CallToolAction(tool_name="reset", arguments={}))
+            assert missing.observation.error.error_type.value == "tool_not_found"
+            end = await env.step(CallToolAction(tool_name="submit", arguments={}))
+            assert end.done and end.reward == 1.0
+            assert end.observation.result["success"] is True
+            await env.reset(task=0)
+            await env.call_tool("execute", code="SELECT 1")
+            wrong = await env.step(CallToolAction(tool_name="submit", arguments={}))
+            assert wrong.done and wrong.reward < 1.0
+
+    import asyncio
+
+    asyncio.run(on_the_websocket())
+
+    status, listed = http(server, "POST", "/mcp", json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode())
+    assert status == 200 and "error" not in listed, listed
+    assert {tool["name"] for tool in listed["result"]["tools"]} == {"execute", "evaluate",
+                                                                   "submit"}
+    status, called = http(server, "POST", "/mcp", json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "execute", "arguments": {"code": "SELECT 1"}}}).encode())
+    assert status == 200 and called["result"]["isError"] is True  # no session, no episode
+    assert "no_episode" in called["result"]["content"][0]["text"]
+
+    async def in_production_mode() -> None:
+        async with MCPToolClient(base_url=server.url, mode="production") as env:
+            assert {tool.name for tool in await env.list_tools()} == {"execute", "evaluate",
+                                                                       "submit"}
+            await env.reset(task=0)  # on the WebSocket that joined the /mcp session
+            ran = await env.call_tool("execute", code=gold)
+            assert ran["output"]
+            assert (await env.call_tool("evaluate"))["reward"] == 1.0
+
+    asyncio.run(in_production_mode())
 
 
 def test_two_clients_are_isolated_and_do_not_stall_each_other(servers):
@@ -514,19 +615,22 @@ def test_an_idle_session_expires(servers):
         with pytest.raises(ServerError) as gone:
             client.step("ls")
         assert gone.value.code == "unknown_session" and "idle" in str(gone.value)
+        # the same client connects again by itself: a new session, no episode yet
+        assert client.reset(task=0).observation.task == 0
+        assert client.step("ls").done is False
     with server.client().sync() as fresh:
         assert fresh.reset(task=0).observation.task == 0
 
 
-def test_without_openenv_core_the_command_says_what_to_install():
+def test_without_openenv_the_command_says_what_to_install():
     code = ("import sys; sys.modules['openenv'] = None\n"
             "from intercode.cli import main\n"
             "sys.exit(main(['serve', 'openenv', '--env', 'bash', '--port', '0']))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr == ("intercode: error: intercode serve openenv needs openenv-core: "
-                           "pip install 'intercode[serve]'\n")
+    assert proc.stderr == ("intercode: error: intercode serve openenv needs openenv 0.4 to "
+                           "0.10: pip install 'intercode[openenv]'\n")
 
 
 def test_bad_serve_options_are_one_line(capsys, monkeypatch):

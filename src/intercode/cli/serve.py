@@ -97,7 +97,7 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "uvicorn", "starlette"):
             raise
         raise ConfigError("intercode serve mcp needs the mcp package: "
-                          "pip install 'intercode[serve]'") from None
+                          "pip install 'intercode[mcp]'") from None
     from intercode.integrations.serve.sessions import ServeConfig
 
     http = args.transport == "http"
@@ -128,7 +128,7 @@ def cmd_serve_openenv(args: argparse.Namespace) -> int:
 
     try:
         from intercode.integrations.serve.openenv_server import serve_openenv
-    except ModuleNotFoundError as exc:  # openenv-core (the `serve` extra) is missing
+    except ModuleNotFoundError as exc:  # openenv (the `openenv` extra) is missing
         raise ConfigError(str(exc)) from None
     token = _token(args)
     config = ServeConfig(env=args.env, dataset=dataset(args), settings=settings(args),

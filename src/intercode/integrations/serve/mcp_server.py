@@ -32,14 +32,12 @@ tracebacks stay in the server's log. An unknown tool is a JSON-RPC error
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -49,17 +47,21 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from intercode.benchmarks import get
 from intercode.datasets import load_dataset
 from intercode.errors import IntercodeError
 from intercode.integrations.serve.sessions import (
-    MAX_CODE_CHARS,
     NoEpisode,
     ServeConfig,
     ServeError,
     Session,
     SessionPool,
     UnknownSession,
+)
+from intercode.integrations.serve.tooldefs import (
+    check_arguments,
+    tool_descriptions,
+    tool_params,
+    tool_schema,
 )
 from intercode.integrations.serve.workers import Workers
 
@@ -72,7 +74,6 @@ T = TypeVar("T")
 
 TASK_URI = "intercode://task"
 STDIO_KEY = "stdio"  # the one client of a stdio server
-MAX_SEED = 1 << 63
 SHUTDOWN_WAIT = 3.0  # seconds to close the sessions at exit; the sandboxes die with us anyway
 
 NEEDS_SESSION = ("this server keeps one episode per MCP session: connect with the initialize "
@@ -81,117 +82,14 @@ NEEDS_SESSION = ("this server keeps one episode per MCP session: connect with th
 
 # -- the tools -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Param:
-    """One argument of a tool: its JSON type, whether required, what it means."""
-
-    kind: type
-    required: bool
-    description: str
-
-
-@functools.cache  # read-only; checked on every call
-def _params(env: str) -> dict[str, dict[str, Param]]:
-    submit: dict[str, Param] = {}
-    if get(env).parsing.submit_argument:  # elsewhere `submit x` would run as an action
-        submit["answer"] = Param(str, False, "the flag" if env == "ctf" else
-                                 "the name of the function to test" if env == "python" else
-                                 "what to hand in")
-    return {
-        "reset": {"task": Param(int, False, "the task index (0-based); default: a task "
-                                            "drawn with the seed"),
-                  "seed": Param(int, False, "seed of the random draw when task is not given")},
-        "execute": {"code": Param(str, True, "the action: code to run in the sandbox")},
-        "evaluate": {},
-        "submit": submit,
-    }
-
-
-def _descriptions(env: str) -> dict[str, str]:
-    benchmark = get(env)
-    language = benchmark.prompting.language
-    submit = {"ctf": "Hand in a flag: a right flag ends the episode with reward 1.0; a wrong "
-                     "one scores 0 and the episode goes on.",
-              "python": "Hand in the function named by answer: the hidden tests run on it and "
-                        "the episode ends with its reward (0.0 to 1.0).",
-              "swe": "Hand in the repository's changes (its diff against the base commit): "
-                     "the task's tests run on them and the episode ends with reward 1.0 if "
-                     "the issue is resolved, else 0.0."}
-    return {
-        "reset": ("Start an episode (ending any current one) on a task; returns the task's "
-                  "query (what to do), its index and the dataset."),
-        "execute": (f"Run one action ({language}) in this session's sandbox; returns its "
-                    "output, the exit code, whether it timed out and whether the episode "
-                    "ended."),
-        "evaluate": ("Score the current state as a submission would, without ending the "
-                     "episode (InterCode's Try Again reward): the reward and its parts."),
-        "submit": submit.get(env, "End the episode and score the current state: the reward "
-                                  "(0.0 to 1.0) and its parts."),
-    }
-
-
-_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
-               list: "array", dict: "object", type(None): "null"}
-
-
-def _json_type(value: Any) -> str:
-    return _JSON_TYPES.get(type(value), type(value).__name__)
-
-
 def tools(env: str) -> list[types.Tool]:
     """The tool list of an ``env`` server."""
-    described = _descriptions(env)
-    out = []
-    for name, params in _params(env).items():
-        schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {key: {"type": _JSON_TYPES[p.kind], "description": p.description}
-                           for key, p in params.items()},
-            "additionalProperties": False,
-        }
-        required = [key for key, p in params.items() if p.required]
-        if required:
-            schema["required"] = required
-        if name == "reset":
-            schema["properties"]["task"]["minimum"] = 0
-            schema["properties"]["seed"]["minimum"] = 0
-        if name == "execute":
-            schema["properties"]["code"]["maxLength"] = MAX_CODE_CHARS
-        out.append(types.Tool(name=name, description=described[name], input_schema=schema,
-                              annotations=types.ToolAnnotations(
-                                  read_only_hint=name == "evaluate",
-                                  open_world_hint=False)))
-    return out
-
-
-def check_arguments(env: str, tool: str, raw: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The arguments of a call, checked against the tool's parameters (one-line errors)."""
-    params = _params(env)[tool]
-    given = dict(raw or {})
-    for key in given:
-        if key not in params:
-            takes = ", ".join(params) or "no arguments"
-            raise ServeError(f"{tool} has no argument {key!r} (it takes {takes})")
-    out: dict[str, Any] = {}
-    for key, param in params.items():
-        value = given.get(key)
-        if value is None:
-            if param.required:
-                raise ServeError(f"{tool} needs the argument {key} "
-                                 f"({_JSON_TYPES[param.kind]})")
-            continue
-        if type(value) is not param.kind:  # bool is not an integer here
-            raise ServeError(f"{tool}: {key} must be {_a(_JSON_TYPES[param.kind])}, got "
-                             f"{_a(_json_type(value))}")
-        out[key] = value
-    for key in ("task", "seed"):
-        if key in out and not 0 <= out[key] < MAX_SEED:
-            raise ServeError(f"{tool}: {key} must be from 0 to {MAX_SEED - 1}, got {out[key]}")
-    return out
-
-
-def _a(noun: str) -> str:
-    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+    described = tool_descriptions(env)
+    return [types.Tool(name=name, description=described[name],
+                       input_schema=tool_schema(env, name),
+                       annotations=types.ToolAnnotations(read_only_hint=name == "evaluate",
+                                                         open_world_hint=False))
+            for name in tool_params(env)]
 
 
 def _one_line(text: str) -> str:
@@ -230,7 +128,7 @@ class McpService:
         self.config = config
         self.transport = transport
         self.pool = pool or SessionPool(config)
-        self.params = _params(config.env)
+        self.params = tool_params(config.env)
         self.tasks = len(load_dataset(config.dataset, config.env))
         # threads that outlive every sandbox they start (see the module docstring)
         self.workers = Workers(2 * config.max_sessions + 4)

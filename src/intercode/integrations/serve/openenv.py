@@ -1,19 +1,23 @@
 """The OpenEnv side of intercode: its action, observation and state, and the client.
 
 ``intercode serve openenv --env bash --port 8000`` serves an environment over the
-OpenEnv protocol (openenv-core 0.3); :class:`IntercodeEnvClient` is its client, an OpenEnv
-``EnvClient`` (async; ``.sync()`` for the blocking wrapper), so OpenEnv's and TRL's
-machinery drive it like any OpenEnv environment::
+OpenEnv protocol (``openenv`` 0.4 to 0.10); :class:`IntercodeEnvClient` is its client, an
+OpenEnv ``EnvClient``, so OpenEnv's and TRL's machinery drive it like any OpenEnv
+environment. Its calls are awaited in async code and plain calls in blocking code, as
+OpenEnv's documents show, or go through ``.sync()``::
 
     from intercode.integrations.serve.openenv import IntercodeAction, IntercodeEnvClient
 
     with IntercodeEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
         result = env.reset(task=3)             # or reset(seed=7): a seeded random task
         print(result.observation.query)
-        result = env.step(IntercodeAction(code="ls -a"))
+        result = env.step(IntercodeAction(code="ls -a"))   # or env.step("ls -a")
         print(result.observation.output, result.observation.exit_code)
-        result = env.step(IntercodeAction(code="submit"))
+        result = env.step("submit")
         print(result.reward, result.done)      # the task's reward; the episode ended
+
+OpenEnv's generic ``MCPToolClient`` works too: the server lists the tools ``execute``,
+``evaluate`` and ``submit`` and runs them as steps (docs/serving.md, "OpenEnv").
 
 Each WebSocket connection is one session on the server: its own sandboxes, one episode
 at a time. ``submit`` (``submit <flag>`` for CTF, ``submit <function>`` for Python)
@@ -30,6 +34,7 @@ OpenEnv's client raises, and a :class:`~intercode.integrations.serve.sessions.Se
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from typing import Any
@@ -53,6 +58,7 @@ __all__ = ["IntercodeAction", "IntercodeEnvClient", "IntercodeObservation", "Int
 # the codes of intercode.integrations.serve.sessions, and the client's own
 CODES = ("busy", "unknown_session", "no_episode", "infrastructure", "bad_request",
          "unauthorized")
+CLOSE_WAIT = 2.0  # seconds to wait for the close handshake of a session the server ended
 _CODED = re.compile(rf"^({'|'.join(CODES)}): (.*)$", re.DOTALL)
 
 
@@ -93,6 +99,8 @@ class IntercodeState(State):
 
     env: str = Field(default="", description="the environment (bash, sql, python, ctf)")
     dataset: str = Field(default="", description="the dataset served")
+    reward: str = Field(default="paper", description="the reward mode the server scores "
+                                                     "with (paper, success, baseline)")
     task: int | None = Field(default=None, description="the episode's task (None: no "
                                                        "episode yet)")
     done: bool = Field(default=True, description="no episode running")
@@ -153,31 +161,56 @@ class IntercodeEnvClient(EnvClient[IntercodeAction, IntercodeObservation, Interc
     """The client of ``intercode serve openenv``: one server session per instance.
 
     ``base_url`` is the server's (``http://host:port`` or ``ws://...``); ``token`` the
-    bearer token if the server was started with ``--token-env``. Other keyword
-    arguments are :class:`openenv.core.EnvClient`'s (``message_timeout_s``, the seconds
-    to wait for an answer, should exceed the server's ``--timeout``).
+    bearer token if the server was started with ``--token-env`` (sent on every
+    connection, also by the sessions :meth:`new_session` opens; a ``headers`` dict with
+    an ``Authorization`` entry does the same). Other keyword arguments are
+    :class:`openenv.core.EnvClient`'s (``message_timeout_s``, the seconds to wait for an
+    answer, should exceed the server's ``--timeout``).
+
+    Every call works the ways OpenEnv's clients do: awaited in async code
+    (``await env.reset(task=3)``), called directly in blocking code
+    (``env.reset(task=3).observation``), or through ``.sync()``. A step takes an
+    :class:`IntercodeAction` or its code as a plain string. After the server ended the
+    session (idle expiry, a restart), the next call connects again by itself: the new
+    session has no episode until ``reset``.
     """
 
     _ws: Any  # the connection (EnvClient's)
 
-    def __init__(self, base_url: str, *, token: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, base_url: str, *, token: str | None = None,
+                 headers: dict[str, str] | None = None, **kwargs: Any) -> None:
+        sent = dict(headers or {})
+        if token:
+            sent["Authorization"] = f"Bearer {token}"
+        if _TAKES_HEADERS:  # so that OpenEnv's new_session() passes them on
+            kwargs["headers"] = sent or None
         super().__init__(base_url, **kwargs)
-        self._token = token
+        self._sent_headers = sent
 
-    async def connect(self) -> IntercodeEnvClient:
-        """Open the WebSocket session (with the token, if any)."""
-        if self._ws is not None:
-            return self
+    def _create_session_client(self) -> IntercodeEnvClient:
+        """The client of another session on the same server (OpenEnv's ``new_session``),
+        with this one's headers (the token)."""
+        client: IntercodeEnvClient = super()._create_session_client()
+        client._sent_headers = dict(self._sent_headers)
+        return client
+
+    async def _connect_async(self) -> IntercodeEnvClient:
+        """Open the WebSocket session (with the token, if any); a connection the server
+        closed is replaced."""
         from websockets.asyncio.client import connect
         from websockets.exceptions import InvalidStatus
+        from websockets.protocol import State as Connection
 
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else None
+        if self._ws is not None:
+            if self._ws.state not in (Connection.CLOSING, Connection.CLOSED):
+                return self
+            self._ws = None
         host = (urlsplit(self._ws_url).hostname or "").lower()
         loopback = host in ("localhost", "127.0.0.1", "::1")
         try:
             self._ws = await connect(self._ws_url, open_timeout=self._connect_timeout,
                                      max_size=self._max_message_size,
-                                     additional_headers=headers,
+                                     additional_headers=self._sent_headers or None,
                                      proxy=None if loopback else True)
         except InvalidStatus as exc:
             status = exc.response.status_code
@@ -192,11 +225,15 @@ class IntercodeEnvClient(EnvClient[IntercodeAction, IntercodeObservation, Interc
             raise ConnectionError(f"cannot connect to {self._ws_url}: HTTP {status}") from exc
         except Exception as exc:
             raise ConnectionError(f"cannot connect to {self._ws_url}: {exc}") from exc
+        if hasattr(self, "_ws_loop"):  # openenv 0.6 and later track the connection's loop
+            import asyncio
+
+            self._ws_loop = asyncio.get_running_loop()
         return self
 
-    async def reset(self, task: int | None = None, seed: int | None = None,
-                    evaluate: bool | None = None,
-                    **kwargs: Any) -> StepResult[IntercodeObservation]:
+    async def _reset_async(self, task: int | None = None, seed: int | None = None,
+                           evaluate: bool | None = None,
+                           **kwargs: Any) -> StepResult[IntercodeObservation]:
         """Start an episode on ``task`` (else a task drawn with ``seed``, or at random).
 
         ``evaluate=True`` makes every step's reward the Try Again score of the state
@@ -207,14 +244,30 @@ class IntercodeEnvClient(EnvClient[IntercodeAction, IntercodeObservation, Interc
         response = await self._send_and_receive({"type": "reset", "data": data})
         return self._parse_result(response.get("data", {}))
 
-    async def step(self, action: IntercodeAction | str,
-                   **kwargs: Any) -> StepResult[IntercodeObservation]:
-        """Run one action (an :class:`IntercodeAction`, or its code as a string)."""
-        if isinstance(action, str):
-            action = IntercodeAction(code=action)
-        response = await self._send_and_receive({"type": "step",
-                                                 "data": self._step_payload(action)})
-        return self._parse_result(response.get("data", {}))
+    def evaluate(self) -> Any:
+        """The Try Again score of the current state, the episode going on (the server's
+        ``evaluate`` tool): a ``StepResult`` whose ``reward`` is the score and whose
+        observation's ``info`` holds ``success`` and ``parts``. Awaitable in async code,
+        as every call here."""
+        return self._dispatch(self._evaluate_async)
+
+    async def _evaluate_async(self) -> StepResult[IntercodeObservation]:
+        response = await self._send_and_receive({"type": "step", "data": {
+            "type": "call_tool", "tool_name": "evaluate", "arguments": {}}})
+        payload = response.get("data") or {}
+        data = payload.get("observation") or {}
+        error = data.get("error")
+        if isinstance(error, dict):
+            raise server_error({"message": str(error.get("message", "evaluate failed"))})
+        raw = data.get("result")
+        result: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        reward = float(result.get("reward", 0.0))
+        info = {"evaluated": True, "success": bool(result.get("success")),
+                "parts": result.get("parts", {})}
+        observation = IntercodeObservation(output="", info=info, reward=reward,
+                                           done=bool(payload.get("done", False)),
+                                           metadata=dict(info))
+        return StepResult(observation=observation, reward=reward, done=observation.done)
 
     async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
         from websockets.exceptions import ConnectionClosed
@@ -223,12 +276,33 @@ class IntercodeEnvClient(EnvClient[IntercodeAction, IntercodeObservation, Interc
             await self._send(message)
         except ConnectionClosed:  # what the server said before it closed is still there
             pass                  # (OpenEnv's capacity error), else _receive raises
-        response: dict[str, Any] = await self._receive()
+        try:
+            response: dict[str, Any] = await self._receive()
+        except ConnectionClosed as exc:
+            self._ws = None  # the next call connects again
+            raise ServerError("unknown_session", "the server closed the session (it was "
+                              "idle too long, or the server restarted); the next call "
+                              "connects again: reset to start an episode") from exc
         if response.get("type") == "error":
-            raise server_error(response.get("data") or {})
+            error = server_error(response.get("data") or {})
+            if error.code == "unknown_session":  # the server ended it: a new one next time
+                await self._drop_connection()
+            raise error
         return response
 
-    def _step_payload(self, action: IntercodeAction) -> dict[str, Any]:
+    async def _drop_connection(self) -> None:
+        import asyncio
+
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                await asyncio.wait_for(ws.close(), CLOSE_WAIT)
+            except Exception:  # the server is gone or going: nothing to tell
+                pass
+
+    def _step_payload(self, action: IntercodeAction | str) -> dict[str, Any]:
+        if isinstance(action, str):
+            action = IntercodeAction(code=action)
         payload: dict[str, Any] = action.model_dump(exclude_none=True)
         if not payload.get("metadata"):
             payload.pop("metadata", None)
@@ -241,3 +315,6 @@ class IntercodeEnvClient(EnvClient[IntercodeAction, IntercodeObservation, Interc
     def _parse_state(self, payload: dict[str, Any]) -> IntercodeState:
         known = {k: v for k, v in payload.items() if k in IntercodeState.model_fields}
         return IntercodeState(**known)
+
+
+_TAKES_HEADERS = "headers" in inspect.signature(EnvClient.__init__).parameters

@@ -1,6 +1,6 @@
 """``intercode serve openenv``: an intercode environment over the OpenEnv protocol.
 
-openenv-core's ``HTTPEnvServer`` serves an ``Environment`` factory: every WebSocket
+OpenEnv's ``HTTPEnvServer`` serves an ``Environment`` factory: every WebSocket
 connection (``/ws``) gets its own instance, run in its own single-thread executor (so a
 blocking action of one session never stalls another), closed when the connection ends
 or when the session is idle longer than ``session_timeout`` (OpenEnv's reaper). Each
@@ -43,16 +43,21 @@ from intercode.benchmarks import get
 from intercode.errors import ConfigError
 from intercode.hosts import HostPolicy
 from intercode.integrations.serve._openenv_core import (
+    CallToolAction,
+    CallToolObservation,
     ConcurrencyConfig,
     Environment,
     EnvironmentMetadata,
     HTTPEnvServer,
+    ListToolsAction,
+    ListToolsObservation,
 )
 from intercode.integrations.serve.openenv import (
     IntercodeAction,
     IntercodeObservation,
     IntercodeState,
 )
+from intercode.integrations.serve.openenv_tools import McpBridge, call_result, list_tools
 from intercode.integrations.serve.sessions import (
     NoEpisode,
     ServeConfig,
@@ -79,6 +84,23 @@ HTTP_STATUS = {"busy": 503, "no_episode": 409, "unknown_session": 410,
                "infrastructure": 500, "bad_request": 400}
 
 
+class ServedAction(IntercodeAction):
+    """The action class the server decodes with: an :class:`IntercodeAction`, or one of
+    OpenEnv's tool actions (``{"type": "list_tools"}``, ``{"type": "call_tool", ...}``),
+    which OpenEnv itself decodes only for environments without an action class of
+    their own."""
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        """The tool action ``obj`` names by its ``type``, else an :class:`IntercodeAction`."""
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind == "list_tools":
+            return ListToolsAction.model_validate(obj, *args, **kwargs)
+        if kind == "call_tool":
+            return CallToolAction.model_validate(obj, *args, **kwargs)
+        return IntercodeAction.model_validate(obj, *args, **kwargs)
+
+
 def _coded(exc: ServeError) -> ServeError:
     """The same error with its code in front (``busy: ...``): OpenEnv's error messages
     carry only a text, and the client reads the code back from it."""
@@ -99,7 +121,9 @@ class IntercodeEnvironment(Environment):
         self._evaluate = False
         self._query = ""
         config = pool.config
-        self._state = IntercodeState(env=config.env, dataset=config.dataset)
+        self._state = IntercodeState(env=config.env, dataset=config.dataset,
+                                     reward=config.settings.reward)
+        self.mcp_client = McpBridge(config.env, self._call_tool_async)  # OpenEnv's /mcp
 
     # -- the protocol ----------------------------------------------------------------------
 
@@ -128,15 +152,22 @@ class IntercodeEnvironment(Environment):
         self._query = str(got["query"])
         self._state = IntercodeState(episode_id=episode_id or uuid.uuid4().hex, step_count=0,
                                      env=self._pool.config.env, dataset=got["dataset"],
+                                     reward=self._pool.config.settings.reward,
                                      task=got["task"], done=False)
         info = {"dataset": got["dataset"], "evaluate": self._evaluate}
         return IntercodeObservation(output="", query=self._query, task=got["task"],
                                     info=info, reward=None, done=False,
                                     metadata={"task": got["task"], **info})
 
-    def step(self, action: IntercodeAction, timeout_s: float | None = None,
-             **kwargs: Any) -> IntercodeObservation:
-        """Run the action; ``submit [answer]`` scores and ends, ``skip`` ends with 0."""
+    def step(self, action: IntercodeAction | ListToolsAction | CallToolAction,
+             timeout_s: float | None = None,
+             **kwargs: Any) -> IntercodeObservation | ListToolsObservation | CallToolObservation:
+        """Run the action; ``submit [answer]`` scores and ends, ``skip`` ends with 0.
+        OpenEnv's tool actions list the tools or call one (:mod:`.openenv_tools`)."""
+        if isinstance(action, ListToolsAction):
+            return list_tools(self._pool.config.env)
+        if isinstance(action, CallToolAction):
+            return self._call_tool(action.tool_name, action.arguments)
         session = self._session
         if self._closed:
             raise _coded(self._gone())
@@ -163,8 +194,9 @@ class IntercodeEnvironment(Environment):
         return await asyncio.get_running_loop().run_in_executor(
             self._threads, functools.partial(self.reset, seed, episode_id, **kwargs))
 
-    async def step_async(self, action: IntercodeAction, timeout_s: float | None = None,
-                         **kwargs: Any) -> IntercodeObservation:
+    async def step_async(self, action: IntercodeAction | ListToolsAction | CallToolAction,
+                         timeout_s: float | None = None, **kwargs: Any
+                         ) -> IntercodeObservation | ListToolsObservation | CallToolObservation:
         """:meth:`step` on the server's threads (see the module's notes)."""
         return await asyncio.get_running_loop().run_in_executor(
             self._threads, functools.partial(self.step, action, timeout_s, **kwargs))
@@ -196,6 +228,32 @@ class IntercodeEnvironment(Environment):
             self._threads.submit(session.close).result()
         except RuntimeError:  # the server is ending (its threads are gone)
             session.close()
+
+    # -- OpenEnv's MCP side ------------------------------------------------------------------
+
+    def _call_tool(self, name: str, arguments: object) -> CallToolObservation:
+        observation = call_result(self._pool.config.env, name, arguments, self._tool,
+                                  self._state.done)
+        if observation.error is None:
+            self._state.step_count += 1
+            self._state.done = bool(observation.done)
+        return observation
+
+    async def _call_tool_async(self, name: str, arguments: object) -> CallToolObservation:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._threads, self._call_tool, name, arguments)
+
+    def _tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if self._closed:
+            raise self._gone()
+        session = self._session
+        if session is None:
+            raise NoEpisode("no episode: call reset first")
+        if name == "execute":
+            return session.execute(arguments["code"])
+        if name == "evaluate":
+            return session.evaluate()
+        return session.submit(arguments.get("answer"))
 
     # -- internals -------------------------------------------------------------------------
 
@@ -299,7 +357,8 @@ class Guard:
             await self._refuse(kind, scope, receive, send)
             return
         if kind == "websocket":
-            busy = self.full()
+            # a connection that attaches to a session made over /mcp takes no new slot
+            busy = None if _attaches(scope) else self.full()
             if busy is not None:
                 await self._deny(scope, receive, send, 503, busy, "busy")
                 return
@@ -364,6 +423,15 @@ class Guard:
             await send({"type": "websocket.close", "code": 1008, "reason": code})
 
 
+def _attaches(scope: Scope) -> bool:
+    """Whether a WebSocket handshake names an existing session (``?session_id=``, how
+    OpenEnv's ``MCPToolClient`` joins the session it made over ``/mcp``)."""
+    from urllib.parse import parse_qs
+
+    query = bytes(scope.get("query_string", b"")).decode("latin-1")
+    return bool(parse_qs(query).get("session_id"))
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", ()):
         if key.lower() == name:
@@ -403,7 +471,7 @@ def build_app(pool: SessionPool, token: str | None = None,
     threads = ThreadPoolExecutor(max_workers=config.max_sessions + 8,
                                  thread_name_prefix="intercode-env")
     server = HTTPEnvServer(
-        functools.partial(IntercodeEnvironment, pool, threads), IntercodeAction,
+        functools.partial(IntercodeEnvironment, pool, threads), ServedAction,
         IntercodeObservation,
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=config.max_sessions,
                                              session_timeout=config.idle_timeout))

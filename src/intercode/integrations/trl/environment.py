@@ -9,7 +9,9 @@ hints and docstring), and scores the finished rollout with ``get_reward()``.
 
 :func:`environment_class` makes such a class for one benchmark, dataset and reward mode:
 calling the class is the factory. Each instance runs one warm intercode environment in
-process (warmed up at construction, reused across resets); its tools are
+process (warmed up at construction, reused across resets), or, with ``url=``, drives a
+served one (``intercode serve openenv``; :mod:`.served` says how it shares a busy
+server and reconnects); its tools are
 ``execute(code)`` and ``submit`` (with ``answer`` where the benchmark takes one), worded
 as the native tool-calling agent words them. What goes wrong is answered, never raised
 out of ``reset`` or a tool: a bad argument is a tool result the model reads, and an
@@ -29,6 +31,7 @@ from intercode.agents.parsing import control_action, first_sql_statement, trunca
 from intercode.benchmarks import get
 from intercode.envs.bounds import MAX_ACTION
 from intercode.errors import ConfigError
+from intercode.integrations.trl.served import Busy, Lost, ServedEnvironment
 from intercode.integrations.trl.wording import execute_doc, submit_doc
 
 __all__ = ["IntercodeTrlEnv", "environment_class"]
@@ -54,9 +57,10 @@ class IntercodeTrlEnv:
     max_turns: ClassVar[int | None]
     observation_chars: ClassVar[int]
     env_kwargs: ClassVar[dict[str, Any]]
+    served: ClassVar[dict[str, Any] | None]  # url, token, wait: a served environment
 
     def __init__(self) -> None:
-        self.environment: gym.Env[str, str] | None = None
+        self.environment: Any = None  # a gym.Env in process, else a ServedEnvironment
         self.faults = 0  # environment failures seen (each scored 0.0)
         self.fault: str | None = None  # this episode's, if any
         self.task: int | None = None
@@ -103,7 +107,7 @@ class IntercodeTrlEnv:
         if self.final is not None:
             return self.final
         try:
-            evaluation = self.environment.unwrapped.evaluate()  # type: ignore[attr-defined]
+            evaluation = self.environment.unwrapped.evaluate()
         except Exception as exc:
             self._record_fault(f"the final state could not be scored: {_line(exc)}")
             return 0.0
@@ -136,6 +140,11 @@ class IntercodeTrlEnv:
             return OVER
         try:
             observation, reward, terminated, truncated, _info = self.environment.step(action)
+        except Busy as exc:  # a full server: the action did not run, the episode goes on
+            return f"error: {_line(exc)}"
+        except Lost as exc:
+            self.over = True
+            return self._failed(_line(exc))
         except Exception as exc:
             self.over = True
             self._drop()
@@ -155,7 +164,9 @@ class IntercodeTrlEnv:
 
     # -- the environment -----------------------------------------------------------------
 
-    def _make(self) -> gym.Env[str, str]:
+    def _make(self) -> Any:
+        if self.served is not None:
+            return self._serve()
         import intercode
 
         env = intercode.make(self.benchmark, dataset=self.dataset, reward=self.reward_mode,
@@ -167,6 +178,15 @@ class IntercodeTrlEnv:
         except BaseException:
             env.close()
             raise
+        return env
+
+    def _serve(self) -> ServedEnvironment:
+        served = self.served
+        assert served is not None
+        env = ServedEnvironment(served["url"], token=served["token"],
+                                max_turns=self.max_turns or get(self.benchmark).max_turns,
+                                wait=served["wait"])
+        env.check(self.benchmark, self.dataset, self.reward_mode)  # a mismatch fails here
         return env
 
     def _drop(self) -> None:
@@ -193,6 +213,7 @@ class IntercodeTrlEnv:
 def environment_class(benchmark: str, dataset: str, *, reward: str = "success",
                       max_turns: int | None = None,
                       observation_chars: int = OBSERVATION_CHARS,
+                      url: str | None = None, token: str | None = None, wait: float = 30.0,
                       **env_kwargs: Any) -> type[IntercodeTrlEnv]:
     """The environment class for ``GRPOTrainer(environment_factory=...)``.
 
@@ -201,11 +222,28 @@ def environment_class(benchmark: str, dataset: str, *, reward: str = "success",
     ``max_turns`` the actions an episode takes at most (default: the benchmark's own);
     ``env_kwargs`` go to :func:`intercode.make`. A wrong name or argument is a one-line
     :class:`~intercode.errors.ConfigError` here.
+
+    ``url``: drive the environment an ``intercode serve openenv`` server serves there
+    instead of one in process (its benchmark, dataset and ``--reward`` must be these,
+    checked when an instance is made; ``env_kwargs`` are the server's own); ``token``
+    its bearer token; ``wait`` the seconds an episode waits for a free session of a
+    full server.
     """
     from intercode.rewards.modes import check_mode
 
     spec = get(benchmark)  # an unknown benchmark: one line
     check_mode(reward)
+    served: dict[str, Any] | None = None
+    if url is not None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://", "ws://",
+                                                            "wss://")):
+            raise ConfigError(f"url must be the server's http:// or ws:// address, got {url!r}")
+        if env_kwargs:
+            raise ConfigError(f"a served environment takes no environment arguments (the "
+                              f"server chose them): {', '.join(sorted(env_kwargs))}")
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or wait < 0:
+            raise ConfigError(f"wait must be a number of seconds >= 0, got {wait!r}")
+        served = {"url": url, "token": token, "wait": float(wait)}
     if not isinstance(observation_chars, int) or observation_chars < 1:
         raise ConfigError(
             f"observation_chars must be a positive integer, got {observation_chars!r}")
@@ -226,6 +264,7 @@ def environment_class(benchmark: str, dataset: str, *, reward: str = "success",
     attributes: dict[str, Any] = {
         "benchmark": name, "dataset": dataset, "reward_mode": reward, "max_turns": max_turns,
         "observation_chars": observation_chars, "env_kwargs": dict(env_kwargs),
+        "served": served,
         "execute": execute, "submit": submit, "__module__": __name__,
         "__doc__": f"The {name} benchmark on {dataset} for TRL ({reward} reward)."}
     for function in (execute, submit):
