@@ -124,11 +124,10 @@ class IntercodeTaskset(vf.Taskset[IntercodeTask, IntercodeTasksetConfig]):
                               f"got {config.observation_chars!r}")
         self.benchmark = spec.name
         self.dataset = config.dataset or spec.default_dataset
-        self._rows: list[dict[str, Any]] | None = None
+        # read now: a wrong dataset or argument is an error where the environment is made
+        self._rows = training_rows(self.benchmark, self.dataset, **config.env_kwargs)
 
     def load(self) -> Iterable[IntercodeTask]:
-        if self._rows is None:
-            self._rows = training_rows(self.benchmark, self.dataset, **self.config.env_kwargs)
         settings = {"reward": self.config.reward, "max_turns": self.config.max_turns,
                     "observation_chars": self.config.observation_chars,
                     "env_kwargs": dict(self.config.env_kwargs)}
