@@ -3,8 +3,8 @@
 The loop is the native tool-calling agent's (``--agent tools``): the model gets the
 tools ``execute(code)`` and ``submit`` (with ``answer`` where the benchmark takes one)
 and each of its tool calls is answered in order, by id; a reply without a tool call
-ends the episode. Every tool call counts as one turn; at the turn limit, or once the
-episode is over, further calls are answered without running. Nothing the model sends
+ends the episode. Every tool call counts as one turn; past the turn limit, or once the
+episode is over, calls are answered without running. Nothing the model sends
 raises: malformed arguments and unknown tools are answered as tool results. The reward
 is intercode's in the chosen mode: the submission's, else the final state's; 0.0 when
 the environment failed (:attr:`Outcome.fault` says how).
@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from intercode.benchmarks import get
-from intercode.integrations.trl.environment import OVER, IntercodeTrlEnv
+from intercode.integrations.trl.environment import IntercodeTrlEnv
 from intercode.integrations.verifiers.pool import EnvPool
 
 __all__ = ["Chat", "Outcome", "play", "turn_limit"]
 
 Chat = Callable[[list[dict[str, Any]]], Awaitable[dict[str, Any] | None]]
 
-LIMIT_REACHED = f"The turn limit is reached. {OVER}"
+LIMIT_REACHED = "The turn limit is reached: no more actions run."
 
 
 @dataclass(frozen=True)
@@ -66,11 +66,9 @@ async def play(pool: EnvPool, env: IntercodeTrlEnv, row: dict[str, Any],
         if not calls:
             break
         for call in calls:
-            if env.over:
-                content = OVER
-            elif limit is not None and turns >= limit:
+            if limit is not None and turns >= limit:
                 content = LIMIT_REACHED
-            else:
+            else:  # once the episode is over, the environment answers so without running
                 turns += 1
                 content = await pool.run(_answer, env, call)
             messages.append({"role": "tool", "tool_call_id": _call_id(call), "content": content})

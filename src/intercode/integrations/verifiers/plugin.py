@@ -35,7 +35,6 @@ from pydantic import Field
 
 from intercode.errors import ConfigError
 from intercode.integrations.trl.dataset import training_rows
-from intercode.integrations.trl.environment import OBSERVATION_CHARS
 from intercode.integrations.verifiers.episode import Outcome, play
 from intercode.integrations.verifiers.pool import PoolKey, pool_for
 
@@ -57,8 +56,9 @@ class IntercodeTasksetConfig(vf.TasksetConfig):
     """The reward mode: ``paper``, ``success`` or ``baseline``."""
     max_turns: int | None = None
     """Tool calls an episode takes at most (the benchmark's own if unset)."""
-    observation_chars: int = OBSERVATION_CHARS
-    """What a tool result shows of an output, at most."""
+    observation_chars: int | None = None
+    """What a tool result shows of an output, at most (the TRL integration's default,
+    1000 characters, if unset)."""
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
     """More arguments of :func:`intercode.make` (e.g. ``{"backend": "docker"}``)."""
 
@@ -72,7 +72,7 @@ class IntercodeTaskData(vf.TaskData):
     """The task's index in the dataset (or view)."""
     reward: str = "paper"
     max_turns: int | None = None
-    observation_chars: int = OBSERVATION_CHARS
+    observation_chars: int | None = None
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -119,7 +119,7 @@ class IntercodeTaskset(vf.Taskset[IntercodeTask, IntercodeTasksetConfig]):
         if config.max_turns is not None and (isinstance(config.max_turns, bool)
                                              or config.max_turns < 1):
             raise ConfigError(f"max_turns must be a positive integer, got {config.max_turns!r}")
-        if config.observation_chars < 1:
+        if config.observation_chars is not None and config.observation_chars < 1:
             raise ConfigError("observation_chars must be a positive integer, "
                               f"got {config.observation_chars!r}")
         self.benchmark = spec.name

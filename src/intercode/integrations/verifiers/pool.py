@@ -41,12 +41,12 @@ class PoolKey:
     dataset: str
     reward: str
     max_turns: int | None
-    observation_chars: int
+    observation_chars: int | None  # None: environment_class's default
     env_kwargs: str  # JSON, keys sorted
 
     @classmethod
     def of(cls, benchmark: str, dataset: str, reward: str, max_turns: int | None,
-           observation_chars: int, env_kwargs: dict[str, Any]) -> PoolKey:
+           observation_chars: int | None, env_kwargs: dict[str, Any]) -> PoolKey:
         return cls(benchmark, dataset, reward, max_turns, observation_chars,
                    json.dumps(env_kwargs, sort_keys=True, default=repr))
 
@@ -115,9 +115,10 @@ def pool_for(key: PoolKey, env_kwargs: dict[str, Any]) -> EnvPool:
     with _pools_lock:
         pool = _pools.get(key)
         if pool is None or pool.closed:
-            env_class = environment_class(
-                key.benchmark, key.dataset, reward=key.reward, max_turns=key.max_turns,
-                observation_chars=key.observation_chars, **env_kwargs)
+            shown = ({} if key.observation_chars is None
+                     else {"observation_chars": key.observation_chars})
+            env_class = environment_class(key.benchmark, key.dataset, reward=key.reward,
+                                          max_turns=key.max_turns, **shown, **env_kwargs)
             pool = _pools[key] = EnvPool(key, env_class)
         return pool
 
