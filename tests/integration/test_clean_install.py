@@ -26,7 +26,7 @@ from intercode.llm.scripted_server import ScriptedChatServer
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 # the optional extras' packages: none may be installed by the plain install
-EXTRAS = ("pymysql", "matplotlib", "mcp", "uvicorn", "openenv", "ray", "inspect_ai", "trl",
+EXTRAS = ("pymysql", "matplotlib", "mcp", "uvicorn", "openenv", "ray", "inspect_ai", "trl", "verifiers",
           "torch", "transformers")
 
 

@@ -1,6 +1,6 @@
 """Bridges to the tools people already use: Inspect AI (:mod:`.inspectai`), Ray
-(:mod:`.raycluster`), the MCP and OpenEnv servers (:mod:`.serve`) and TRL's GRPO
-trainer (:mod:`.trl`).
+(:mod:`.raycluster`), the MCP and OpenEnv servers (:mod:`.serve`), TRL's GRPO
+trainer (:mod:`.trl`) and the verifiers library of prime-rl (:mod:`.verifiers`).
 
 Each subpackage imports its third-party library only when used; the core install runs
 without them.
