@@ -160,3 +160,74 @@ def test_a_foreign_host_or_origin_is_refused_on_every_path_before_the_token():
 
     anyio.run(main)
 
+
+
+class Held:
+    """An endpoint whose answers stay open until released: ``GET`` a 200 event stream
+    (or ``get_status``), ``POST`` a call in flight."""
+
+    def __init__(self, get_status: int = 200) -> None:
+        self.get_status = get_status
+        self.release: dict[str, anyio.Event] = {}
+        self.started: dict[str, anyio.Event] = {}
+
+    def hold(self, name: str) -> None:
+        self.release[name] = anyio.Event()
+        self.started[name] = anyio.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        name = scope["method"]
+        status = self.get_status if name == "GET" else 200
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        self.started[name].set()
+        await self.release[name].wait()
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_a_stream_closed_between_calls_ends_the_session_but_not_one_closed_mid_call(caplog):
+    """A client that closes its event stream with nothing in flight has left (the
+    TypeScript SDK's close() sends no DELETE): its session ends at once, without the
+    grace or a warning. One whose stream drops while its call runs keeps the session
+    (it reopens the stream), and a refused second stream ends nothing."""
+    app = Held()
+    service = Service()
+    guard = HttpGuard(app, service, token=None,  # type: ignore[arg-type]
+                      reconnect_grace=600)
+
+    async def main() -> None:
+        with anyio.fail_after(30):  # the grace, 600 s, would hold the stream's request
+            async with anyio.create_task_group() as tg:
+                # the stream drops while a call is in flight: the session stays
+                app.hold("GET")
+                app.hold("POST")
+                tg.start_soon(request, guard, "GET", "mid-call")
+                await app.started["GET"].wait()
+                tg.start_soon(request, guard, "POST", "mid-call")
+                await app.started["POST"].wait()
+                app.release["GET"].set()
+                await anyio.sleep(0.05)
+                assert service.ended == []
+                app.hold("GET")  # it comes back with a new stream, then the call ends
+                tg.start_soon(request, guard, "GET", "mid-call")
+                await app.started["GET"].wait()
+                app.release["POST"].set()
+                await anyio.sleep(0.05)
+                assert service.ended == []
+                # between calls, it closes the stream: it left
+                app.release["GET"].set()
+            assert service.ended == ["mid-call"]
+            assert "mid-call" not in guard.traffic
+
+            refused = HttpGuard(Held(get_status=409), service, token=None,  # type: ignore[arg-type]
+                                reconnect_grace=600)
+            refused.endpoint.hold("GET")  # type: ignore[attr-defined]
+            refused.endpoint.release["GET"].set()  # type: ignore[attr-defined]
+            await request(refused, "GET", "second-stream")
+            assert service.ended == ["mid-call"]
+
+    with caplog.at_level("WARNING"):
+        anyio.run(main)
+    assert LEFT not in caplog.text
+
+
+LEFT = "left without ending it"

@@ -58,9 +58,10 @@ def add_serve(sub: Any) -> None:
     mc.add_argument("--idle-timeout", type=seconds(), default=600.0,
                     help="seconds without a call after which a session is closed (600)")
     mc.add_argument("--reconnect-grace", type=seconds(), default=None,
-                    help="http: seconds a client whose event stream closed has to reopen "
-                         "it (or call) before it is taken for gone and its session "
-                         "closed (5)")
+                    help="http: seconds a client whose event stream closed during a call "
+                         "has, after that call, to reopen it (or call) before it is taken "
+                         "for gone and its session closed (5); a stream closed between "
+                         "calls ends the session at once")
     mc.add_argument("--token-env", default=None, metavar="VAR",
                     help="http: require `Authorization: Bearer <token>`, the token read "
                          "from the environment variable VAR")

@@ -10,13 +10,21 @@ token (401 without it) and frees a client session's sandboxes as soon as
 the SDK's session ends: on the client's ``DELETE``, or when the SDK answers 404 for a
 session it no longer knows (expired).
 
-A client that dies sends no ``DELETE``. Its one sign is its standalone ``GET`` stream
-(the SDK's client keeps one open for the whole session and reopens it a second after
-it drops): when the last one of a session closes, no other request of the session is
-in flight, and neither a new stream nor a request comes within ``reconnect_grace``
-seconds, the client is taken for gone and its sandboxes are freed. A client that never
-opened a stream is left to the idle expiry (``idle_timeout`` without a call, the SDK's
-and the pool's).
+Many clients end without a ``DELETE``: the TypeScript SDK's ``client.close()`` (and so
+the MCP Inspector) only drops its connections. Their sign is the standalone ``GET``
+stream, which the SDK clients keep open for the whole session. When a session's last
+stream closes and no other request of it is in flight, the client is taken at its word:
+the session ends at once, as on a ``DELETE`` (the SDK's session too, so that its id
+answers 404 from then on, and the protocol requires a client to start a new session on
+that). When a request is still in flight (a client killed mid-action, or one whose
+stream dropped while it waits for an answer and that will reopen it: the SDK clients do
+so a second later), the session is kept: only when neither a new stream nor a request
+comes within ``reconnect_grace`` seconds of the last request's end is the client taken
+for gone (logged as a warning). A client that never opened a stream is left to the idle
+expiry (``idle_timeout`` without a call, the SDK's and the pool's).
+
+The grace periods run in the guard's own tasks, started by the app's lifespan, so they
+hold up no request and no shutdown.
 """
 
 from __future__ import annotations
@@ -28,10 +36,12 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 from mcp.server import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecuritySettings
@@ -63,6 +73,9 @@ class _Traffic:
     watched: bool = False  # a grace period runs
 
 
+EndSession = Callable[[str], Awaitable[None]]
+
+
 class HttpGuard:
     """ASGI middleware: the Host and Origin headers, the bearer token, and the end of
     the SDK's sessions."""
@@ -70,7 +83,8 @@ class HttpGuard:
     def __init__(self, app: ASGIApp, service: McpService, token: str | None,
                  path: str = PATH, reconnect_grace: float = 5.0,
                  endpoint: ASGIApp | None = None, fast: FastCalls | None = None,
-                 hosts: HostPolicy | None = None) -> None:
+                 hosts: HostPolicy | None = None,
+                 end_protocol: EndSession | None = None) -> None:
         self.app = app
         self.hosts = hosts or HostPolicy("127.0.0.1")
         # requests to `path` go straight to `endpoint` (the SDK's session manager), past
@@ -81,12 +95,15 @@ class HttpGuard:
         self.expected = None if token is None else f"Bearer {token}".encode()
         self.path = path
         self.grace = reconnect_grace
+        # ends the SDK's session of an id as its DELETE does (None: left to its expiry)
+        self.end_protocol = end_protocol
         self.traffic: dict[str, _Traffic] = {}
         self._requests = 0
+        self._tasks: TaskGroup | None = None  # the grace periods' (while the lifespan runs)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await self.app(scope, receive, send)
+            await self._lifespan(scope, receive, send)
             return
         if scope["type"] != "http":  # no WebSocket is served here: refused (HTTP 403)
             await receive()  # websocket.connect
@@ -130,6 +147,7 @@ class HttpGuard:
             seen.streams += 1
         else:
             seen.requests += 1
+        left = False  # its last stream closed with nothing else in flight
         try:
             await app(scope, receive, watch)
         finally:
@@ -137,6 +155,7 @@ class HttpGuard:
             if stream:
                 seen.streams -= 1
                 seen.listened = seen.listened or status == 200
+                left = status == 200 and not (seen.streams or seen.requests)
             else:
                 seen.requests -= 1
             ended = status == 404 or (scope["method"] == "DELETE" and status is not None
@@ -148,8 +167,29 @@ class HttpGuard:
             elif (status is None or status >= 400) and self.traffic.get(sid) is seen and not (
                     seen.streams or seen.requests or seen.listened or seen.watched):
                 del self.traffic[sid]  # refused, not a stream's session: nothing to keep
-        if not ended:
-            await self._after(sid, seen)
+        if ended:
+            return
+        if left:
+            # the client closed its stream between calls: it left (the TypeScript SDK's
+            # close() sends no DELETE), and this is the end of its session
+            if self.traffic.get(sid) is seen:
+                await self._end(sid)
+        elif seen.listened and not (seen.streams or seen.requests or seen.watched):
+            if self._tasks is not None:
+                self._tasks.start_soon(self._watch, sid, seen)
+            else:  # no lifespan runs (an app driven by hand): in this request's task
+                await self._watch(sid, seen)
+
+    async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app's lifespan, with the task group of the grace periods (cancelled at
+        its end: the sessions left close with the server)."""
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self._tasks = None
+                tasks.cancel_scope.cancel()
 
     def _prune(self) -> None:
         """Forget sessions not heard from for twice the idle timeout (they expired)."""
@@ -161,11 +201,22 @@ class HttpGuard:
             if not (seen.streams or seen.requests or seen.watched) and seen.last < stale:
                 del self.traffic[sid]
 
-    async def _after(self, sid: str, seen: _Traffic) -> None:
-        """Free the session of a client whose stream closed and who is not back within
-        the grace period (run in the task of the request that ended, after its answer)."""
-        if not seen.listened or seen.streams or seen.requests or seen.watched:
-            return
+    async def _end(self, sid: str) -> None:
+        """End the client session ``sid`` as its ``DELETE`` would: the SDK's session
+        (its id answers 404 from now on) and the sandboxes."""
+        self.traffic.pop(sid, None)
+        with anyio.CancelScope(shield=True):
+            if self.end_protocol is not None:
+                try:
+                    await self.end_protocol(sid)
+                except Exception:  # the sandboxes are freed all the same
+                    log.warning("session %s: could not end the SDK's session", sid[:8],
+                                exc_info=True)
+            await self.service.end(sid)
+
+    async def _watch(self, sid: str, seen: _Traffic) -> None:
+        """Free the session of a client whose stream closed while a request was in
+        flight and who is not back within the grace period after the last one."""
         seen.watched = True
         try:
             while True:
@@ -178,11 +229,9 @@ class HttpGuard:
                 if seen.last == quiet_since:
                     break
                 # a request came and went: a grace period from its end
-            del self.traffic[sid]
             log.warning("session %s: its client left without ending it (no stream for %g s); "
-                     "freeing its sandboxes", sid[:8], self.grace)
-            with anyio.CancelScope(shield=True):
-                await self.service.end(sid)
+                        "freeing its sandboxes", sid[:8], self.grace)
+            await self._end(sid)
         finally:
             seen.watched = False
 
@@ -244,10 +293,19 @@ def build_app(service: McpService, host: str, token: str | None,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     untraced(service.server)
     manager = service.server.session_manager
+
+    async def end_protocol(sid: str) -> None:
+        """End the SDK's session ``sid`` as its DELETE handler does (the session manager
+        then forgets it); an SDK without the session table leaves it to its expiry."""
+        sessions = getattr(manager, "_server_instances", None)
+        transport = sessions.get(sid) if isinstance(sessions, dict) else None
+        if transport is not None and not transport.is_terminated:
+            await transport.terminate()
+
     return HttpGuard(app, service, token, reconnect_grace=config.reconnect_grace,
                      endpoint=manager.handle_request,
                      fast=FastCalls(service, manager) if fast else None,
-                     hosts=hosts or HostPolicy(host))
+                     hosts=hosts or HostPolicy(host), end_protocol=end_protocol)
 
 
 def untraced(server: Server[Any]) -> None:

@@ -9,7 +9,8 @@ Each MCP client session has its own :class:`~intercode.integrations.serve.sessio
 sandboxes): over stdio the one connection, over streamable HTTP the ``Mcp-Session-Id``
 the server handed out at the ``initialize`` handshake. The session borrows an
 environment at its first ``reset`` and gives it back when the client goes (stdio: end of
-input; HTTP: ``DELETE``, or the SDK forgetting the session), or after ``idle_timeout``
+input; HTTP: ``DELETE``, its event stream closing between calls, or the SDK forgetting
+the session), or after ``idle_timeout``
 seconds without a call (a periodic :meth:`SessionPool.reap`).
 
 Environment calls block, so they run in worker threads, but not anyio's
@@ -75,6 +76,8 @@ T = TypeVar("T")
 TASK_URI = "intercode://task"
 STDIO_KEY = "stdio"  # the one client of a stdio server
 SHUTDOWN_WAIT = 3.0  # seconds to close the sessions at exit; the sandboxes die with us anyway
+
+RESOURCE_NOT_FOUND = -32002  # the handshake era's code for a resource it cannot read
 
 NEEDS_SESSION = ("this server keeps one episode per MCP session: connect with the initialize "
                  "handshake (protocol 2025-11-25 or older) so the server gives you a session")
@@ -311,19 +314,28 @@ class McpService:
             uri=TASK_URI, name="task", mime_type="text/plain",
             description="the query of this session's current task (after reset)")])
 
+    async def list_resource_templates(self, ctx: ServerRequestContext[Any, Any],
+                                      params: types.PaginatedRequestParams | None
+                                      ) -> types.ListResourceTemplatesResult:
+        """``resources/templates/list``: none (the one resource has a fixed URI)."""
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
     async def read_resource(self, ctx: ServerRequestContext[Any, Any],
                             params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
-        """``resources/read`` of ``intercode://task``."""
+        """``resources/read`` of ``intercode://task``; another URI, or the task before
+        ``reset``, is the protocol's resource error (one line)."""
         uri = str(params.uri)
         if uri != TASK_URI:
-            raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}; there is {TASK_URI}")
+            raise _no_resource(ctx, uri, f"unknown resource {uri!r}; there is {TASK_URI}")
         try:
             query = self._session(self.key(ctx)).query()
-        except ServeError as exc:
+        except (NoEpisode, UnknownSession) as exc:
+            raise _no_resource(ctx, uri, f"{exc.code}: {exc}") from None
+        except ServeError as exc:  # not in a session: the request is at fault
             raise MCPError(types.INVALID_REQUEST, _one_line(f"{exc.code}: {exc}")) from None
         if query is None:
-            raise MCPError(types.INVALID_REQUEST, "no_episode: no episode: call reset first")
+            raise _no_resource(ctx, uri, "no_episode: no episode: call reset first")
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=TASK_URI, mime_type="text/plain", text=query)])
 
@@ -344,13 +356,23 @@ class McpService:
                           "the episode; submit ends it with the reward. The resource "
                           f"{TASK_URI} is the current task."),
             on_list_tools=self.list_tools,
-            on_list_resources=self.list_resources, on_read_resource=self.read_resource)
+            on_list_resources=self.list_resources, on_read_resource=self.read_resource,
+            on_list_resource_templates=self.list_resource_templates)
         # registered by method, not as on_call_tool, so that its answers may be wire dicts
         server.add_request_handler("tools/call", types.CallToolRequestParams, self.call_tool)
         if self.transport == "http":
             server.add_request_handler("server/discover", types.RequestParams,
                                        self.refuse_discover)
         return server
+
+
+def _no_resource(ctx: ServerRequestContext[Any, Any], uri: str, message: str) -> MCPError:
+    """The protocol's "resource not found" for ``uri``: -32002 in the handshake era's
+    specifications (2025-11-25 and before), invalid params (-32602) after them, as the
+    SDK's own servers answer; the URI in the error's data."""
+    code = (RESOURCE_NOT_FOUND if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+            else types.INVALID_PARAMS)
+    return MCPError(code, _one_line(message), data={"uri": uri})
 
 
 def _version() -> str:
