@@ -42,3 +42,24 @@ def test_inspect_eval_from_the_command_line(sandbox, tmp_path):
     values = {int(s.id): float(s.scores["intercode_scorer"].value) for s in log.samples}
     assert values == {0: 1.0, 1: 1.0, 2: 1.0}
     assert pytest.approx(1.0) == log.results.scores[0].metrics["mean"].value
+
+
+def test_the_documented_offline_recipe_runs(tmp_path):
+    """docs/inspect.md's offline script, as written there, runs Inspect's command line
+    against the scripted server and every task scores 1.0."""
+    doc = (Path(__file__).parents[2] / "docs" / "inspect.md").read_text()
+    section = doc.split("### Without a network", 1)[1]
+    script = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert script.startswith("# offline_smoke.py")
+    (tmp_path / "offline_smoke.py").write_text(script)
+    logs = tmp_path / "logs"
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    proc = subprocess.run([sys.executable, "offline_smoke.py", "--log-dir", str(logs),
+                           "--display", "plain"], capture_output=True, text=True,
+                          env={**os.environ, "PATH": path}, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (info,) = list_eval_logs(str(logs))
+    log = read_eval_log(info)
+    assert log.status == "success"
+    values = {int(s.id): float(s.scores["intercode_scorer"].value) for s in log.samples}
+    assert values == {0: 1.0, 1: 1.0, 2: 1.0}

@@ -38,6 +38,8 @@ def test_try_again_gold_and_wrong_equal_intercode(env, dataset, indices, wrong, 
         assert got[i] == run_intercode(env, dataset, i, plans[i], turns=4), (i, why[i])
         # the score's answer is the action that earned the reward (the gold, here)
         assert why[i][2]["score"]["action"].strip() == plans[i][-1].strip()
+        # and its turn, counted from 1 as `intercode show` counts (the gold is the last)
+        assert why[i][2]["score"]["best_turn"] == len(plans[i])
     # wrong only: below 1, and the same number as intercode's
     wrong_log = run_inspect(intercode_task(env, dataset, tasks=[first], turns=2),
                             {picked[first].query: [fenced(env, wrong), fenced(env, wrong)]},

@@ -82,7 +82,7 @@ def test_a_transcript_shows_what_the_model_saw_once(made, capsys):
     code, out, err = show(capsys, str(run), "--task", "0")
     assert code == 0 and err == ""
     record = records[0]
-    assert value(out, "status") == "ok" and value(out, "reward") == "1.000"
+    assert value(out, "status") == "ok" and value(out, "reward") == "1"
     assert value(out, "success") == "yes" and value(out, "category") == record["category"]
     assert value(out, "turns") == "2 (best: turn 2)"
     assert record["query"] in out
@@ -93,11 +93,11 @@ def test_a_transcript_shows_what_the_model_saw_once(made, capsys):
     assert "#1 system" in out and "#2 user" in out and "#3 assistant" in out
     assert "(2 earlier messages, as above: #1-#2)" in out
     first, second = out.split("turn 2 of 2")
-    assert "turn 1 of 2" in first and "reward 0.000 · invalid action" in first
+    assert "turn 1 of 2" in first and "reward 0 · no valid action in the reply (not run)" in first
     detour, gold = (t["llm"]["reply"] for t in record["turns"])
     assert detour in first and gold.strip("`\nsql") in second
     assert record["turns"][1]["action"] in second
-    assert "reward 1.000 · valid · exit code 0" in second
+    assert "reward 1 · valid · exit code 0" in second
     assert record["turns"][1]["observation"] in second
     info = out.split("reward info")[1]
     assert '"exec_match": true' in info
@@ -157,8 +157,8 @@ def test_an_upstream_results_file(capsys):
     assert "The prompts and replies were not recorded" in out
     assert "Count the number of different nationalities of conductors." in out
     assert "turn 4 of 4" in out and "SHOW TABLES" in out
-    assert value(out, "reward") == "1.000" and value(out, "category") == "easy"
-    assert "reward 1.000 · valid" in out
+    assert value(out, "reward") == "1" and value(out, "category") == "easy"
+    assert "reward 1 · valid" in out
 
 
 def test_an_upstream_episode_as_json(capsys):

@@ -8,10 +8,12 @@ test's temporary folder.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from report_helpers import console_errors, open_page, records, spider_run, visible_rows
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from intercode.cli import main
 from intercode.report.runs import load_run
@@ -140,3 +142,32 @@ def test_the_papers_recorded_run(mirror, browser, tmp_path):
     text = browser.find_element(By.ID, "transcript").text
     assert "did not record the prompts" in text
     assert len(browser.find_elements(By.CSS_SELECTOR, "#transcript .turn")) == 10
+
+
+def test_search_finds_outputs_and_rewards_have_no_float_noise(browser, tmp_path):
+    """The search box looks in the turns' outputs too; a reward shows as at most four
+    significant digits (0.6900000000000001 is 0.69) in the table and the transcript."""
+
+    def record(task, reward, output):
+        return {"env": "sql", "dataset": "spider-dev", "task": task, "source": "s",
+                "source_index": task, "query": f"q{task}", "agent": "gold", "status": "ok",
+                "reward": reward, "success": False, "category": "easy", "schema": 2,
+                "reward_info": {"reward_parts": {"iou": reward, "kendall_tau": 1.0}},
+                "turns": [{"action": "SELECT 1", "observation": output, "reward": reward}]}
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        record(0, 0.6900000000000001, "[('needle-in-the-output',)]"),
+        record(1, 0.5, "[(1,)]"))))
+    assert main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0
+    open_page(browser, tmp_path / "r.html")
+    table = browser.find_element(By.ID, "episode-table").text
+    assert "0.69" in table and "0.6900000000000001" not in table
+    box = browser.find_element(By.ID, "f-text")
+    box.send_keys("needle-in-the-output")
+    WebDriverWait(browser, 30).until(lambda d: visible_rows(d) == 1)
+    browser.get(browser.current_url.split("#")[0] + "#t/0/0")
+    text = browser.find_element(By.ID, "transcript").text
+    assert "reward 0.69" in text and "0.6900000000000001" not in text
+    assert console_errors(browser) == []

@@ -12,7 +12,7 @@ import base64
 import gzip
 from typing import Any
 
-from intercode.report.runs import Run
+from intercode.report.runs import Run, invalid_label
 from intercode.runner.logs import encode_json
 
 __all__ = ["build_payload", "pack"]
@@ -120,7 +120,7 @@ def build_payload(runs: list[Run]) -> dict[str, Any]:
             if rec is not None:
                 transcripts[f"{i}/{task}"] = transcript(rec, used)
         meta.append({"label": run.label, "env": run.env, "dataset": run.dataset,
-                     "agent": run.agent, "kind": run.kind,
+                     "agent": run.agent, "kind": run.kind, "invalid": invalid_label(run.kind),
                      "prompts_recorded": any(_has_prompts(r) for r in run.records.values())})
     messages = {}
     for run in runs:

@@ -51,17 +51,27 @@ def success_by_turns(runs: list[Run], summaries: list[dict[str, Any]]) -> str:
             continue
         xs = sorted(int(n) for n in curve)
         longest = max(longest, xs[-1])
-        ax.plot(xs, [100 * curve[str(n)] for n in xs], marker="o", markersize=3,
-                label=run.label)
+        # not clipped: a point at 100 % (a one-turn run's only point) sits on the edge
+        ax.plot(xs, [100 * curve[str(n)] for n in xs], marker="o",
+                markersize=3 if len(xs) > 1 else 6, label=run.label, clip_on=False)
     ax.set_xlabel("turns")
     ax.set_ylabel("success rate (%)")
     ax.set_xlim(0.5, longest + 0.5)
-    ax.set_ylim(0, 100)
+    _whole_numbers(ax.xaxis)
+    ax.set_ylim(0, 104)
+    ax.set_yticks(range(0, 101, 20))
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize=8)
     ax.set_title("Success rate against turns")
     return _svg(fig)
+
+
+def _whole_numbers(axis: Any) -> None:
+    """Ticks at whole numbers only (turns are counted)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def _ordered(names: set[str]) -> list[str]:
@@ -131,6 +141,8 @@ def turns_distribution(runs: list[Run]) -> str:
     if any(data):
         ax.hist(data, bins=bins, label=[r.label for r in runs])
     ax.set_xlabel("turns taken")
+    _whole_numbers(ax.xaxis)
+    _whole_numbers(ax.yaxis)
     ax.set_ylabel("episodes")
     if len(runs) > 1:
         ax.legend(fontsize=8)

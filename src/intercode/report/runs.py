@@ -17,18 +17,33 @@ from pathlib import Path
 from typing import Any
 
 from intercode import safeio
+from intercode.datasets.issue_table import issue_of
 from intercode.errors import ConfigError
 from intercode.runner.logs import ResultsLog, latest_by_task
 from intercode.runner.messages import FILE_NAME as MESSAGES_FILE
 from intercode.runner.messages import read_messages, readable
 from intercode.runner.summary import summarize
 
-__all__ = ["Run", "calls_of", "load_run"]
+__all__ = ["Run", "calls_of", "invalid_label", "load_run"]
 
 UPSTREAM_ENVS = {"ic_bash": "bash", "ic_sql": "sql", "ic_python": "python", "ic_ctf": "ctf"}
 # upstream's data files and the names of the same task lists here
 UPSTREAM_DATASETS = {"dev_spider": "spider-dev", "ic_mbpp": "mbpp", "ic_ctf": "intercode-ctf",
                      **{f"nl2bash_fs_{n}": f"nl2bash-fs{n}" for n in range(1, 5)}}
+
+
+# what a turn's ``valid: false`` means: intercode marks a reply it found no action in (or a
+# refused tool call), never run; InterCode's own files copy ``valid_action``, which its
+# environments set false for an action that ran and failed (an error, a non-zero exit)
+# and its experiments for a reply without code
+INVALID = {"intercode": "no valid action in the reply (not run)",
+           "upstream": "the action failed or the reply had no code (upstream's valid_action "
+                       "is false)"}
+
+
+def invalid_label(kind: str) -> str:
+    """How a turn with ``valid: false`` is labelled, for a run of this kind."""
+    return INVALID.get(kind, INVALID["intercode"])
 
 
 @dataclass
@@ -268,8 +283,11 @@ def _upstream_record(key: str, ep: dict[str, Any], path: Path) -> dict[str, Any]
         fs = FS.search(str(ep.get("dataset") or path.stem))
         category = f"nl2bash-fs{fs.group(1)}" if fs else None
     best_idx = summary.get("max_reward_idx")
-    return {"env": env, "dataset": dataset, "task": int(ep.get("task_id", key)),
-            "source": dataset, "source_index": int(ep.get("task_id", key)),
+    task = int(ep.get("task_id", key))
+    issue = issue_of(dataset, task)  # intercode's list, as its own runs of the task carry
+    return {"env": env, "dataset": dataset, "task": task,
+            "source": dataset, "source_index": task,
+            "known_issue": issue.reason if issue is not None else None,
             "query": str(ep.get("query") or ""), "agent": "upstream", "status": "ok",
             "reward": reward, "success": reward >= 1.0, "turns": turns,
             "best_turn": int(best_idx) if reward >= 1.0 and best_idx is not None else None,

@@ -27,6 +27,13 @@ HIGHLIGHTS = ("max_turns", "workers", "sql_backend", "upstream_quirks", "network
               "dataset_revision", "intercode_version", "git_revision", "schema", "created_at",
               "source_file")
 MODEL_SETTINGS = ("temperature", "max_tokens", "top_p")
+# settings that apply to some environments or agents only (config.json has them all)
+ENV_ONLY = {"sql_backend": ("sql",)}
+AGENT_ONLY = {"refine_turns": ("plan-solve",), "dialogue_limit": ("try-again", "single-turn")}
+
+
+def _applies(key: str, env: str, agent: str) -> bool:
+    return env in ENV_ONLY.get(key, (env,)) and agent in AGENT_ONLY.get(key, (agent,))
 
 
 def header_rows(run: Run) -> list[tuple[str, str]]:
@@ -40,15 +47,19 @@ def header_rows(run: Run) -> list[tuple[str, str]]:
                     if model.get(k) is not None]
         if settings:
             rows.append(("model settings", ", ".join(settings)))
+    agent = str(run.config.get("agent") or "")
     strategy = run.config.get("strategy")
     if isinstance(strategy, dict):
-        options = [f"{k.replace('_', ' ')} {v}" for k, v in strategy.items() if v is not None]
+        options = [f"{k.replace('_', ' ')} {v}" for k, v in strategy.items()
+                   if v is not None and _applies(str(k), run.env, agent)]
         if options and run.config.get("model"):
             rows.append(("strategy", ", ".join(options)))
     for key in HIGHLIGHTS:
         value = run.config.get(key)
         if value is None or value is False or (key == "source_file"
                                                 and value == str(run.path)):
+            continue
+        if not _applies(key, run.env, agent):
             continue
         rows.append((key.replace("_", " "), str(value)))
     rows.append(("tasks", f"{len(run.requested)} requested, {len(run.records)} with a record"))

@@ -19,8 +19,8 @@ from rich.rule import Rule
 from rich.text import Text
 
 from intercode.console import cut, literal
-from intercode.report.runs import Run, calls_of
-from intercode.runner.summary_view import num, pairs_table
+from intercode.report.runs import Run, calls_of, invalid_label
+from intercode.runner.summary_view import pairs_table
 
 __all__ = ["render_episode", "turns_of", "unattached"]
 
@@ -139,7 +139,7 @@ class Transcript:
         rows: list[tuple[str, str | Text]] = [
             ("run", f"{run.label} ({run.env} / {run.dataset} / {run.agent})"),
             ("status", literal(status, STATUS_STYLES.get(status, "bold"))),
-            ("reward", num(record.get("reward"))),
+            ("reward", reward_text(record.get("reward"))),
             ("success", _yes(record.get("success"))),
         ]
         turns = turns_of(record)
@@ -187,8 +187,8 @@ class Transcript:
         if isinstance(meta, dict):
             out += self.calls(meta, turn)
         out += [Text("action", style="bold"), self.block(turn.get("action", ""))]
-        facts = [f"reward {num(turn.get('reward'))}",
-                 "valid" if turn.get("valid", True) else "invalid action"]
+        facts = [f"reward {reward_text(turn.get('reward'))}",
+                 "valid" if turn.get("valid", True) else invalid_label(self.run.kind)]
         if turn.get("exit_code") is not None:
             facts.append(f"exit code {turn['exit_code']}")
         if turn.get("timed_out"):
@@ -210,9 +210,29 @@ class Transcript:
             parts += self.calls(meta, {"llm": meta})
         parts.append(Rule("reward info", style="dim"))
         info = record.get("reward_info")
-        parts.append(self.block(json.dumps(info, indent=2, default=str) if info is not None
+        parts.append(self.block(json.dumps(_rounded(info), indent=2, default=str)
+                                if info is not None
                                 else "(none)", limit=20 * LIMIT))
         return parts
+
+
+def reward_text(value: Any) -> str:
+    """A reward as the report shows it: at most four significant digits, no float noise
+    (``0.6900000000000001`` is ``0.69``); ``n/a`` when there is none."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "n/a"
+    return f"{value:.4g}"
+
+
+def _rounded(value: Any) -> Any:
+    """``value`` with its fractional numbers at four significant digits (reward parts)."""
+    if isinstance(value, float) and not value.is_integer():
+        return float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
 
 
 def render_episode(record: dict[str, Any], run: Run, console: Console) -> None:

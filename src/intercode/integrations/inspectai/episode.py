@@ -40,16 +40,17 @@ class Outcome:
     reward: float
     success: bool
     parts: dict[str, Any] = field(default_factory=dict)
-    best_turn: int | None = None
+    best_turn: int | None = None  # counted from 0 (as the records count)
     turns: int = 0
     submitted: bool = False
     agent_fault: str | None = None
     action: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """A plain dict."""
+        """A plain dict; its ``best_turn`` counts from 1, as ``intercode show`` says it."""
+        best = None if self.best_turn is None else self.best_turn + 1
         return {"reward": self.reward, "success": self.success, "parts": self.parts,
-                "best_turn": self.best_turn, "turns": self.turns,
+                "best_turn": best, "turns": self.turns,
                 "submitted": self.submitted, "agent_fault": self.agent_fault,
                 "action": self.action}
 

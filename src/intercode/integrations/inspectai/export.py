@@ -1,10 +1,11 @@
 """``intercode export inspect RUN -o FILE.eval``: an intercode run as an Inspect log.
 
-Each episode becomes a sample: its messages are what the model saw at its last call
-(from the run's ``messages.jsonl``) and its last reply; without a model (gold, replay)
-the dialogue is rebuilt from the turns (action, then observation and reward). The score
-is the episode's reward (``intercode_scorer``, as the Inspect tasks score), with success,
-the reward parts and the turns as metadata; an episode that failed is a sample error.
+The log reads in ``inspect view`` as a native run of the same episodes does: the run's
+start and end, the tokens it used, and per episode a sample
+(:mod:`~intercode.integrations.inspectai.export_sample`) with the task's gold as its
+target. The score is the episode's reward (``intercode_scorer``, as the Inspect tasks
+score), with success, the reward parts and the 1-based best turn as metadata; an episode
+that failed is a sample error.
 """
 
 from __future__ import annotations
@@ -16,93 +17,63 @@ from typing import Any
 from inspect_ai.log import (
     EvalConfig,
     EvalDataset,
-    EvalError,
     EvalLog,
     EvalMetric,
     EvalResults,
     EvalSample,
     EvalScore,
     EvalSpec,
+    EvalStats,
     write_eval_log,
 )
-from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageUser,
-)
-from inspect_ai.scorer import Score
+from inspect_ai.model import ModelUsage
 
+from intercode.datasets import Dataset, load_dataset
+from intercode.datasets.registry import dataset_env
+from intercode.errors import IntercodeError
+from intercode.integrations.inspectai.export_sample import SCORER, Episode, instant, sample
 from intercode.report.runs import Run, load_run
 
-__all__ = ["export_run"]
-
-SCORER = "intercode_scorer"
+__all__ = ["export_run", "to_eval_log"]
 
 
-def _message(role: str, content: str) -> ChatMessage:
-    if role == "system":
-        return ChatMessageSystem(content=content)
-    if role == "assistant":
-        return ChatMessageAssistant(content=content)
-    return ChatMessageUser(content=content)
+def _dataset(run: Run) -> Dataset | None:
+    """The run's dataset when it is a registered one that loads here (a run folder may name
+    any file: only registered datasets are read, for the targets)."""
+    try:
+        return load_dataset(run.dataset) if dataset_env(run.dataset) is not None else None
+    except (IntercodeError, OSError, ValueError):
+        return None
 
 
-def messages(run: Run, record: dict[str, Any]) -> list[ChatMessage]:
-    """The episode's dialogue as the model saw it last, with its last reply."""
-    turns = [t for t in record.get("turns") or [] if isinstance(t, dict)]
-    for turn in reversed(turns):
-        llm = turn.get("llm") or {}
-        prompts = llm.get("prompts") or []
-        if prompts:
-            own = record.get("messages") or {}
-            out = []
-            for mid in prompts[-1]:
-                m = run.message(mid) or own.get(mid)
-                if m is not None:
-                    out.append(_message(str(m.get("role")), str(m.get("content"))))
-            out.append(ChatMessageAssistant(content=str(llm.get("reply") or turn["action"])))
-            return out
-    out = [ChatMessageUser(content=str(record.get("query", "")))]
-    for turn in turns:
-        out.append(ChatMessageAssistant(content=str(turn.get("action", ""))))
-        shown = str(turn.get("observation") or "")
-        if turn.get("reward") is not None:
-            shown += f"\nReward: {turn['reward']:g}"
-        out.append(ChatMessageUser(content=shown))
-    return out
+def _target(dataset: Dataset | None, task: int, record: dict[str, Any]) -> str:
+    """The task's gold, when the dataset's task is the record's (same query)."""
+    if dataset is None or not 0 <= task < len(dataset):
+        return ""
+    entry = dataset[task]
+    return str(entry.gold) if entry.query == record.get("query") else ""
 
 
-def sample(run: Run, task: int, record: dict[str, Any]) -> EvalSample:
-    """One episode as an Inspect sample."""
-    metadata = {k: record.get(k) for k in ("env", "dataset", "category", "source",
-                                          "source_index", "agent", "status", "known_issue")}
-    turns: list[Any] = record.get("turns") or []
-    metadata["turns"] = turns
-    scores = None
-    error = None
-    if record.get("status") == "ok":
-        reward = float(record.get("reward") or 0.0)
-        scores = {SCORER: Score(
-            value=reward, explanation=f"intercode reward {reward:g}",
-            metadata={"reward": reward, "success": bool(record.get("success")),
-                      "parts": record.get("reward_info") or {},
-                      "best_turn": record.get("best_turn"),
-                      "turns": len(turns),
-                      "agent_fault": record.get("agent_fault")})}
-    else:
-        text = str(record.get("error") or record.get("status"))
-        error = EvalError(message=text, traceback=text, traceback_ansi=text)
-    return EvalSample(id=task, epoch=1, input=str(record.get("query", "")), target="",
-                      messages=messages(run, record), scores=scores, error=error,
-                      metadata=metadata, total_time=record.get("duration_s"))
+def _total(samples: list[EvalSample]) -> dict[str, ModelUsage]:
+    total: dict[str, ModelUsage] = {}
+    for s in samples:
+        for model, used in s.model_usage.items():
+            total[model] = total[model] + used if model in total else used
+    return total
 
 
 def to_eval_log(run: Run) -> EvalLog:
     """The whole run as an Inspect log."""
-    samples = [sample(run, t, r) for t, r in sorted(run.records.items())]
     model = run.config.get("model")
     name = model.get("model") if isinstance(model, dict) else None
+    model_name = str(name or f"intercode/{run.agent}")
+    created = instant(run.config.get("created_at"))
+    starts = [t for t in (instant(r.get("started_at")) for r in run.records.values()) if t]
+    first = min([*starts, *([created] if created else [])], default=None) or dt.datetime.now(
+        dt.UTC)
+    dataset = _dataset(run)
+    samples = [sample(Episode(run, t, r, model_name, _target(dataset, t, r), first))
+               for t, r in sorted(run.records.items())]
     scored = [s for s in samples if s.scores]
     rewards = [float(s.scores[SCORER].as_float()) for s in scored if s.scores]
     solved = [bool((s.scores[SCORER].metadata or {}).get("success")) for s in scored
@@ -115,14 +86,18 @@ def to_eval_log(run: Run) -> EvalLog:
         "mean": EvalMetric(name="mean", value=sum(rewards) / len(rewards) if rewards else 0.0),
         "success": EvalMetric(name="success",
                               value=sum(solved) / len(solved) if solved else 0.0)})])
-    created = str(run.config.get("started_at") or dt.datetime.now(dt.UTC).isoformat())
-    spec = EvalSpec(created=created, task=f"intercode/{run.env}",
+    ends = [instant(s.completed_at) for s in samples if s.completed_at]
+    last = max([e for e in ends if e], default=first)
+    stats = EvalStats(started_at=first.isoformat(), completed_at=last.isoformat(),
+                      model_usage=_total(samples))
+    spec = EvalSpec(created=first.isoformat(), task=f"intercode/{run.env}",
                     dataset=EvalDataset(name=run.dataset, samples=len(samples),
                                         sample_ids=[s.id for s in samples]),
-                    model=str(name or f"intercode/{run.agent}"), config=EvalConfig(),
+                    model=model_name, config=EvalConfig(),
                     metadata={"intercode_run": str(run.path), "agent": run.agent,
                               "notes": list(run.notes)})
-    return EvalLog(eval=spec, status="success", results=results, samples=samples)
+    return EvalLog(eval=spec, status="success", results=results, stats=stats,
+                   samples=samples)
 
 
 def export_run(run_path: str | Path, output: str | Path) -> Path:

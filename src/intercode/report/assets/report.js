@@ -24,7 +24,8 @@
     return JSON.parse(await new Response(stream).text());
   }
 
-  function fmtReward(r) { return r == null ? "–" : (Math.round(r * 1000) / 1000).toString(); }
+  // up to 4 significant digits, trailing zeros dropped (0.6900000000000001 is 0.69)
+  function fmtReward(r) { return r == null ? "–" : Number(Number(r).toPrecision(4)).toString(); }
 
   function buildTable() {
     const cols = DATA.columns;
@@ -49,7 +50,7 @@
       frag.append(tr);
       if (e[idx.category]) categories.add(e[idx.category]);
       const t = DATA.transcripts[key];
-      const actions = t ? t.turns.map((x) => x.a).join("\n") : "";
+      const actions = t ? t.turns.map((x) => x.a + "\n" + (x.o || "")).join("\n") : "";
       return { tr, run: String(e[idx.run]), status, success: e[idx.success] ? "1" : "0",
                category: e[idx.category] || "",
                hay: ((e[idx.query] || "") + "\n" + (e[idx.error] || "") + "\n" + actions).toLowerCase() };
@@ -145,7 +146,7 @@
       if (turn.r != null) bits.push("reward " + fmtReward(turn.r));
       if (turn.x != null) bits.push("exit " + turn.x);
       if (turn.t) bits.push("timed out");
-      if (turn.v === 0) bits.push("no action found in the reply");
+      if (turn.v === 0) bits.push(run.invalid);
       if (turn.s) bits.push("submit");
       box.append(el("h3", { text: bits.join(" · ") }));
       if (turn.p) box.append(prompts(turn, seen));
@@ -156,7 +157,7 @@
       if (turn.c) box.append(el("div", { cls: "muted", text: turn.c.calls + " call(s), " + turn.c.prompt_tokens + " + " + turn.c.completion_tokens + " tokens, " + turn.c.latency_s + " s" }));
       view.append(box);
     });
-    if (t.reward_info) view.append(el("h3", { text: "Reward and its parts" }), el("pre", { text: JSON.stringify(t.reward_info, null, 1) }));
+    if (t.reward_info) view.append(el("h3", { text: "Reward and its parts" }), el("pre", { text: JSON.stringify(t.reward_info, (k, v) => (typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(4)) : v), 1) }));
   }
 
   function route() {
