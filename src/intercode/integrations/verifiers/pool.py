@@ -115,8 +115,8 @@ def pool_for(key: PoolKey, env_kwargs: dict[str, Any]) -> EnvPool:
     with _pools_lock:
         pool = _pools.get(key)
         if pool is None or pool.closed:
-            shown = ({} if key.observation_chars is None
-                     else {"observation_chars": key.observation_chars})
+            shown: dict[str, Any] = ({} if key.observation_chars is None
+                                     else {"observation_chars": key.observation_chars})
             env_class = environment_class(key.benchmark, key.dataset, reward=key.reward,
                                           max_turns=key.max_turns, **shown, **env_kwargs)
             pool = _pools[key] = EnvPool(key, env_class)
