@@ -61,7 +61,8 @@ SANDBOX_FIXTURES = frozenset({"sandbox", "sandbox_factory"})
 UNIT_SANDBOX_MODULES = frozenset({
     "unit/test_lazy_imports.py", "unit/test_serve_sessions.py", "unit/test_testing.py",
 })
-NETWORK_MODULES = frozenset({"integration/test_clean_install.py"})
+NETWORK_MODULES = frozenset({"integration/test_clean_install.py",
+                             "integration/test_extras_resolve.py"})
 
 
 def _params(item: pytest.Item) -> set[object]:
