@@ -33,10 +33,19 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
+    yield from serve("--max-sessions", "1")
+
+
+@pytest.fixture(scope="module")
+def idle_url() -> Iterator[str]:
+    """A server whose sessions expire after 2 s idle (OpenEnv's reaper looks every 5 s)."""
+    yield from serve("--max-sessions", "2", "--idle-timeout", "2")
+
+
+def serve(*options: str) -> Iterator[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "intercode", "serve", "openenv", "bash", "--dataset",
-         "bash-demo", "--port", "0", "--max-sessions", "1", "--warm", "1",
-         "--token-env", TOKEN_VAR],
+         "bash-demo", "--port", "0", "--warm", "1", "--token-env", TOKEN_VAR, *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, TOKEN_VAR: TOKEN})
     try:
@@ -82,7 +91,11 @@ def rpc(url: str, method: str, params: object, token: bool = True) -> tuple[int,
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
+        text = exc.read()
+        try:
+            return exc.code, json.loads(text or b"{}")
+        except ValueError:  # not JSON ("Internal Server Error")
+            return exc.code, {"body": text.decode(errors="replace")}
 
 
 def test_hostile_tool_calls_are_one_line_errors_and_never_score(url):
@@ -154,3 +167,67 @@ def test_a_session_id_cannot_pass_the_cap_or_reach_another_session(url):
         assert status == 401
         assert tool(holder, "execute", {"code": "cat probe.txt"})["data"][
             "observation"]["result"]["output"].strip() == "mine"
+
+
+def test_a_tool_name_or_session_id_that_is_not_a_string_is_a_one_line_answer(url):
+    """OpenEnv hands ``/mcp``'s ``name`` to the tools unchecked (a pydantic report of
+    several lines came back) and looks ``session_id`` up as it comes (a list or an
+    object was a 500 with a traceback in the server's log)."""
+    with only_session(url) as holder:
+        mcp = ask(holder, {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1,
+                                                   "method": "tools/call",
+                                                   "params": {"name": 7, "arguments": {}}}})
+        result = mcp["data"]["result"]
+        assert result["isError"] is True and "unknown tool 7" in result["content"][0]["text"]
+        for name in (7, ["execute"], {"name": "execute"}, True):
+            status, answer = rpc(url, "tools/call", {"name": name, "arguments": {}})
+            text = json.dumps(answer)
+            assert status == 200 and answer["result"]["isError"] is True, (name, answer)
+            assert "unknown tool" in text and "validation error" not in text, (name, answer)
+        for method in ("tools/call", "tools/list", "openenv/session/close"):
+            for sid in (["a"], {"a": 1}, 5, 1.5, True):
+                status, answer = rpc(url, method, {"name": "execute", "session_id": sid,
+                                                   "arguments": {"code": "ls"}})
+                assert status == 200, (method, sid, answer)
+                message = answer["error"]["message"]
+                assert "session_id" in message and "\n" not in message, (method, sid, answer)
+        assert tool(holder, "execute", {"code": "echo alive"})["data"][
+            "observation"]["result"]["output"].strip() == "alive"
+
+
+def test_a_repeated_session_id_parameter_is_refused_at_the_handshake_when_full(url):
+    """``?session_id=x&session_id=`` is a new session for OpenEnv (the last value counts):
+    it must not pass the handshake's busy check as one that joins a session."""
+    from websockets.exceptions import InvalidStatus
+
+    with only_session(url):
+        for query in ("?session_id=x&session_id=", "?session_id=x&session_id"):
+            with pytest.raises(InvalidStatus) as refused, ws(url, query) as intruder:
+                pytest.fail(f"accepted: {intruder.recv(timeout=60)}")
+            assert refused.value.response.status_code == 503
+
+
+def test_an_idle_websocket_attached_to_an_mcp_session_expires_and_frees_its_slot(idle_url):
+    """OpenEnv's reaper passes over a session while a WebSocket is attached to it
+    (``?session_id=``): a client that attached and went quiet kept its sandboxes and its
+    slot past ``--idle-timeout``, for as long as its connection stayed open."""
+    from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+    _, created = rpc(idle_url, "openenv/session/create", {})
+    sid = created["result"]["session_id"]
+    with ws(idle_url, f"?session_id={sid}") as attached:
+        assert ask(attached, {"type": "reset", "data": {"task": 0}})["type"] == "observation"
+        with pytest.raises(ConnectionClosed):  # idle: the server ends the connection
+            attached.recv(timeout=60)
+    # both slots come back (the session is reaped once detached): two new sessions run
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with ws(idle_url) as first, ws(idle_url) as second:
+                for conn in (first, second):
+                    answer = ask(conn, {"type": "reset", "data": {"task": 0}})
+                    assert answer["type"] == "observation", answer
+                break
+        except (InvalidStatus, AssertionError, ConnectionClosed):
+            assert time.monotonic() < deadline, "the idle session's slot never came back"
+            time.sleep(0.5)

@@ -231,7 +231,7 @@ class IntercodeEnvironment(Environment):
 
     # -- OpenEnv's MCP side ------------------------------------------------------------------
 
-    def _call_tool(self, name: str, arguments: object) -> CallToolObservation:
+    def _call_tool(self, name: object, arguments: object) -> CallToolObservation:
         observation = call_result(self._pool.config.env, name, arguments, self._tool,
                                   self._state.done)
         if observation.error is None:
@@ -239,7 +239,7 @@ class IntercodeEnvironment(Environment):
             self._state.done = bool(observation.done)
         return observation
 
-    async def _call_tool_async(self, name: str, arguments: object) -> CallToolObservation:
+    async def _call_tool_async(self, name: object, arguments: object) -> CallToolObservation:
         return await asyncio.get_running_loop().run_in_executor(
             self._threads, self._call_tool, name, arguments)
 
@@ -330,10 +330,11 @@ class Guard:
 
     def __init__(self, app: ASGIApp, token: str | None, max_body: int = MAX_MESSAGE_BYTES,
                  full: Callable[[], str | None] = lambda: None,
-                 hosts: HostPolicy | None = None) -> None:
+                 hosts: HostPolicy | None = None, idle_timeout: float | None = None) -> None:
         from starlette.websockets import WebSocketDisconnect
 
         self.app = app
+        self.idle_timeout = idle_timeout  # an attached WebSocket silent this long is closed
         self.hosts = hosts or HostPolicy("127.0.0.1")
         self.full = full  # why a new session is refused now (None: it is not)
         self.left: type[Exception] = WebSocketDisconnect
@@ -358,10 +359,15 @@ class Guard:
             return
         if kind == "websocket":
             # a connection that attaches to a session made over /mcp takes no new slot
-            busy = None if _attaches(scope) else self.full()
+            attaches = _attaches(scope)
+            busy = None if attaches else self.full()
             if busy is not None:
                 await self._deny(scope, receive, send, 503, busy, "busy")
                 return
+            if attaches and self.idle_timeout is not None:
+                # OpenEnv's reaper passes over attached sessions: the idle timeout is kept
+                # here, by ending the connection (the reaper then closes the session)
+                receive = _ends_when_idle(receive, self.idle_timeout)
             try:
                 await self.app(scope, receive, _quiet_when_gone(send))
             except self.left:  # the client left before OpenEnv's handler closed
@@ -388,6 +394,11 @@ class Guard:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        if scope.get("path") == "/mcp":
+            refused_rpc = mcp_refusal(body)
+            if refused_rpc is not None:
+                await _respond_json(send, 200, refused_rpc)
+                return
         replayed = False
 
         async def replay() -> Message:
@@ -425,11 +436,44 @@ class Guard:
 
 def _attaches(scope: Scope) -> bool:
     """Whether a WebSocket handshake names an existing session (``?session_id=``, how
-    OpenEnv's ``MCPToolClient`` joins the session it made over ``/mcp``)."""
-    from urllib.parse import parse_qs
+    OpenEnv's ``MCPToolClient`` joins the session it made over ``/mcp``), read as
+    OpenEnv reads it (Starlette's query parameters: the last value, blanks kept), so
+    that ``?session_id=x&session_id=`` (a new session for OpenEnv) is not taken for
+    one that joins."""
+    from starlette.datastructures import QueryParams
 
-    query = bytes(scope.get("query_string", b"")).decode("latin-1")
-    return bool(parse_qs(query).get("session_id"))
+    return bool(QueryParams(bytes(scope.get("query_string", b""))).get("session_id"))
+
+
+def _ends_when_idle(receive: Receive, idle_timeout: float) -> Receive:
+    """``receive`` for a WebSocket that ends (a client disconnect, for the app) when the
+    client sends nothing for ``idle_timeout`` seconds while the app waits for it; the
+    time an action runs does not count."""
+
+    async def receive_or_end() -> Message:
+        try:
+            return await asyncio.wait_for(receive(), idle_timeout)
+        except TimeoutError:
+            return {"type": "websocket.disconnect", "code": 1001}
+
+    return receive_or_end
+
+
+def mcp_refusal(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error for a ``/mcp`` request whose ``session_id`` is not a string
+    (OpenEnv looks it up in its tables as it comes: a list or an object was a 500 and
+    a traceback in the log), else None (OpenEnv answers the request)."""
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return None
+    params = request.get("params") if isinstance(request, dict) else None
+    if not isinstance(params, dict) or isinstance(params.get("session_id"), str | None):
+        return None
+    rid = request.get("id")
+    return {"jsonrpc": "2.0", "id": rid if isinstance(rid, str | int) else None,
+            "error": {"code": -32602, "data": None,
+                      "message": "Invalid params - 'session_id' must be a string"}}
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -441,7 +485,12 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 async def _respond(send: Send, status: int, detail: str, code: str = "bad_request",
                    prefix: str = "") -> None:
-    body = json.dumps({"detail": detail, "code": code}).encode()
+    await _respond_json(send, status, {"detail": detail, "code": code}, prefix)
+
+
+async def _respond_json(send: Send, status: int, data: dict[str, Any],
+                        prefix: str = "") -> None:
+    body = json.dumps(data).encode()
     headers = [(b"content-type", b"application/json"),
                (b"content-length", str(len(body)).encode())]
     if status == 401:
@@ -499,7 +548,7 @@ def build_app(pool: SessionPool, token: str | None = None,
         threads.shutdown(wait=False)
 
     app.router.on_shutdown.append(close_pool)
-    return Guard(app, token, max_body, full, hosts)
+    return Guard(app, token, max_body, full, hosts, idle_timeout=config.idle_timeout)
 
 
 def serve_openenv(config: ServeConfig, host: str = "127.0.0.1", port: int = 8000,

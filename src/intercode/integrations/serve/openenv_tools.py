@@ -62,12 +62,15 @@ def list_tools(env: str) -> ListToolsObservation:
 Run = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
-def call_result(env: str, name: str, arguments: object, run: Run,
+def call_result(env: str, name: object, arguments: object, run: Run,
                 done_before: bool) -> CallToolObservation:
     """The answer to a ``call_tool`` action: ``run(name, checked arguments)`` does the
     work and returns the tool's data; every failure is an ``error`` with one line."""
-    if name not in tool_names(env):
-        return _failed(name, ToolErrorType.TOOL_NOT_FOUND,
+    if not isinstance(name, str) or name not in tool_names(env):
+        # a name that is not a string (over /mcp, where OpenEnv passes it on unchecked)
+        # is shown, not kept: the observation's tool_name is a string
+        return _failed(name if isinstance(name, str) else _line(repr(name))[:100],
+                       ToolErrorType.TOOL_NOT_FOUND,
                        f"unknown tool {name!r}; the tools are {', '.join(tool_names(env))}",
                        done_before)
     if not isinstance(arguments, dict):
@@ -112,7 +115,7 @@ class McpBridge:
     """
 
     def __init__(self, env: str,
-                 call: Callable[[str, object], Awaitable[CallToolObservation]]) -> None:
+                 call: Callable[[object, object], Awaitable[CallToolObservation]]) -> None:
         self._env = env
         self._call = call
 
@@ -131,7 +134,7 @@ class McpBridge:
         return [{"name": tool.name, "description": tool.description,
                  "inputSchema": tool.input_schema} for tool in list_tools(self._env).tools]
 
-    async def call_tool(self, name: str, arguments: object = None) -> dict[str, Any]:
+    async def call_tool(self, name: object, arguments: object = None) -> dict[str, Any]:
         """``tools/call``: a ``CallToolResult`` in MCP's wire form (``data`` as well, which
         OpenEnv's ``MCPToolClient`` returns), with the step's reward and end."""
         observation = await self._call(name, arguments if arguments is not None else {})
