@@ -61,7 +61,7 @@ def start_server(sessions: int) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "intercode", "serve", "openenv", "bash", "--dataset",
          "bash-demo", "--reward", "success", "--port", "0", "--max-sessions", str(sessions),
-         "--warm", str(min(sessions, 8))],
+         "--warm", str(sessions)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
