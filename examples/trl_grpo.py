@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is new
     from trl import GRPOConfig, GRPOTrainer
 
-    from intercode.integrations.trl import environment_class, training_dataset
+    from intercode.trl import environment_class, training_dataset
 
     config = GRPOConfig(
         output_dir=args.output_dir, max_steps=args.max_steps,
