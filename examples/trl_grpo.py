@@ -10,6 +10,13 @@ chat model whose template TRL can parse tool calls from (Qwen3, Qwen2.5, Llama 3
 Each training row is a task (the tools agent's system message and the task); each
 rollout runs in a warm, sandboxed environment, and the environment's reward (here:
 1.0 when solved) is the GRPO reward, logged as ``rewards/Intercode<Benchmark>TrlEnv``.
+
+With ``--url`` the rollouts run on an ``intercode serve openenv`` server instead (the
+``openenv`` extra too), which must serve the same benchmark, dataset and reward::
+
+    intercode serve openenv bash --dataset nl2bash:clean:train --reward success \
+        --max-sessions 8 --warm 8 --port 8000 &
+    python examples/trl_grpo.py --model Qwen/Qwen3-0.6B --url http://127.0.0.1:8000
 """
 
 from __future__ import annotations
@@ -32,6 +39,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-completion-length", type=int, default=2048)
     parser.add_argument("--output-dir", default="runs/trl-grpo")
     parser.add_argument("--cpu", action="store_true", help="train on the CPU (float32)")
+    parser.add_argument("--url", default=None,
+                        help="an `intercode serve openenv` server to run the rollouts on")
+    parser.add_argument("--token-env", default=None, metavar="VAR",
+                        help="the environment variable holding that server's bearer token")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is new
@@ -50,8 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     trainer = GRPOTrainer(
         model=args.model, args=config,
         train_dataset=training_dataset(args.benchmark, args.dataset),
-        environment_factory=environment_class(args.benchmark, args.dataset,
-                                              reward=args.reward, max_turns=args.max_turns))
+        environment_factory=environment_class(
+            args.benchmark, args.dataset, reward=args.reward, max_turns=args.max_turns,
+            url=args.url, token=os.environ.get(args.token_env) if args.token_env else None))
     trainer.train()
     trainer.save_model(args.output_dir)
     pools = getattr(trainer, "_environment_pool", {})  # TRL keeps its instances here
