@@ -29,7 +29,7 @@ from intercode.sql.backend import SqlBackend, SqlLimits
 from intercode.sql.mysql_accounts import Accounts, claim_run, drop_dead_runs
 from intercode.sql.mysql_session import MysqlSession, server_message, statement_kind
 from intercode.sql.mysqldump import split_statements
-from intercode.sql.store import SqlStore, spider_store
+from intercode.sql.store import SqlStore, dump_store
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class MysqlBackend(SqlBackend):
         self._pymysql = pymysql
         self.args = parse_url(url)
         self.limits = limits or SqlLimits()
-        self.store = store or spider_store()
+        self.store = store or dump_store()
         if self.store.dump is None and self.store.mysql is None:
             raise ConfigError("the mysql backend needs a store built from a MySQL dump "
                               "(SqlStore.dump) or a user dataset's statements (SqlStore.mysql)")
@@ -191,7 +191,7 @@ class MysqlBackend(SqlBackend):
         if self.store.mysql is not None:
             self._load_user_templates(self.store.mysql)
         else:
-            self._load_spider_templates()
+            self._load_dump_templates()
         for name, db in self.store.databases.items():
             for table in db.tables:
                 got = self.query(f"SELECT COUNT(*) FROM `{self.template(name)}`.`{table}`")[0][0]
@@ -214,7 +214,7 @@ class MysqlBackend(SqlBackend):
                                        f"{exc.args[-1] if exc.args else exc} (in "
                                        f"{sql[:80]!r})") from None
 
-    def _load_spider_templates(self) -> None:
+    def _load_dump_templates(self) -> None:
         assert self.store.dump is not None
         try:
             text = self.store.dump.read_text(encoding="utf-8")
