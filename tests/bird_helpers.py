@@ -85,12 +85,13 @@ class BirdUpstream:
 
 @contextmanager
 def bird_upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                  dump: bytes | None = None, pin: str | None = None) -> Iterator[BirdUpstream]:
+                  dump: bytes | None = None, pin: str | None = None,
+                  tasks: bytes | None = None) -> Iterator[BirdUpstream]:
     """The test dataset served over HTTP as the pinned upstream files ``bird_dev`` and
     ``bird_dbs`` (the dump pinned by its git blob id, or by ``pin``); no mirror, a
     private cache."""
     dump = bird_dump() if dump is None else dump
-    tasks = json.dumps(TASKS).encode()
+    tasks = json.dumps(TASKS).encode() if tasks is None else tasks
     root = tmp_path / "upstream"
     for key, data in (("bird_dev", tasks), ("bird_dbs", dump)):
         path = root / FILES[key].upstream

@@ -48,6 +48,22 @@ def parse_url(url: str) -> dict[str, Any]:
             "password": unquote(parts.password or "")}
 
 
+# what a dump runs in one of its databases: a table of that database dropped, made or
+# filled with values (anything else, a name with a dot, a SELECT outside quotes, could
+# reach past the template it loads)
+_DUMP_STATEMENT = re.compile(r"DROP\s+TABLE\s+(IF\s+EXISTS\s+)?`[^`.]+`$|"
+                             r"CREATE\s+TABLE\s+`[^`.]+`\s*\(|"
+                             r"INSERT\s+INTO\s+`[^`.]+`\s+VALUES\s*\(", re.I)
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|`[^`]*`", re.S)
+
+
+def dump_statement(statement: str) -> bool:
+    """Whether a statement of a dump's database is one a dump makes (see above)."""
+    if not _DUMP_STATEMENT.match(statement):
+        return False
+    return re.search(r"\bSELECT\b", _QUOTED.sub("''", statement), re.I) is None
+
+
 def _backquoted(statement: str) -> str | None:
     """The first ```name``` of a statement."""
     m = re.search(r"`([^`]+)`", statement)
@@ -236,6 +252,9 @@ class MysqlBackend(SqlBackend):
                 if current is not None:
                     self._admin.select_db(self.template(current))
             elif current is not None:
+                if not dump_statement(statement):
+                    raise DatasetError(f"{self.store.dump.name}: a statement a database dump "
+                                       f"does not make, not run: {statement[:80]!r}")
                 self.query(statement)
 
     def clone(self, db: str, target: str) -> None:
