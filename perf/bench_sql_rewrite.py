@@ -17,7 +17,7 @@ from common import median_ms
 from intercode.rewards.spider import remove_distinct
 from intercode.sql.mysql_compat import map_qualified
 from intercode.sql.qualify import MAX_CHARS
-from intercode.sql.store import spider_store
+from intercode.sql.store import dump_store
 
 
 def once_ms(fn) -> float:
@@ -27,7 +27,7 @@ def once_ms(fn) -> float:
 
 
 def main() -> None:
-    dbs = spider_store().databases
+    dbs = dump_store().databases
     typical = ("SELECT conductor.Name, orchestra.Orchestra FROM orchestra.conductor JOIN "
                "orchestra ON conductor.Conductor_ID = orchestra.Conductor_ID")
     print(f"typical rewrite: {median_ms(lambda: map_qualified(typical, dbs, str), 2000):.3f} ms")

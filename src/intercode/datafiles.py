@@ -36,6 +36,11 @@ def _f(upstream: str, mirror: str, sha256: str, size: int) -> DataFile:
     return DataFile(upstream, mirror, sha256, size)
 
 
+def _blob(upstream: str, mirror: str, blob: str) -> DataFile:
+    """A large file known only by its git blob id in the pinned commit's tree."""
+    return DataFile(upstream, mirror, "", 0, blob)
+
+
 FILES: dict[str, DataFile] = {
     "nl2bash_fs_1": _f("data/nl2bash/nl2bash_fs_1.json", "bash/nl2bash_fs_1.json",
                        "60f88e1aacc7ebba535093f9890c5c33203f4e5f32958e0e94fbe90ec4f01c82", 13588),
@@ -76,6 +81,17 @@ FILES: dict[str, DataFile] = {
                      "68c9ecb0692c80770f46c724cc073ea76be4f301a294caa532c050546948128e", 1001475),
     "spider_dbs": _f("data/sql/spider/ic_spider_dbs.sql", "sql/ic_spider_dbs.sql",
                      "61f6e8000cb5bb696f123fa55e111acdcd8da7eca64f452a36fd1a6e5fb1781a", 412090),
+    # git blob ids in the pinned tree: 1a5916c1345378ef1c2ec21da5e85528dabb5061 (tasks),
+    # 26e235a422f991ef961972ab5002159b1875f482 (dump), 6f423670c8713a89844e7e0f6114bf2574c56978
+    # (BIRD tasks): the sha256 below was taken of files with those blob ids
+    "wikisql_dev": _f("data/sql/wikisql/ic_wikisql_dev.json", "sql/ic_wikisql_dev.json",
+                      "70f8f907c9c7b101d74910c03ae4c27b21ddc83b7441588a9e0f2a909958c2cf", 42984),
+    "wikisql_dbs": _f("data/sql/wikisql/ic_wikisql_dev.sql", "sql/ic_wikisql_dev.sql",
+                      "407641b3b9f38dc1e10ce8914f6932b2ef0e93725ebb9937aea99582027e2afe", 108534),
+    "bird_dev": _f("data/sql/bird/ic_bird.json", "sql/ic_bird.json",
+                   "05fb4d4402a589b8a7e6c7048b65fbe0d89300baf8b09b02c20c64500bdd9e21", 218462),
+    "bird_dbs": _blob("data/sql/bird/ic_bird_dbs.sql", "sql/ic_bird_dbs.sql",
+                      "a968c44e546358ed6f5eb8ee8fdd6827e6e3d18f"),
     "results_sql": _f(
         "data/results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json",
         "results/sql/gpt-3.5/ic_sql_multiturn_gpt-3.5_10_turns.json",

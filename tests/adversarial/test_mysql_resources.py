@@ -18,7 +18,7 @@ from mysql_server import Server, small_tmp_server
 from intercode.envs.sql import SqlEnv
 from intercode.sql.backend import SqlLimits
 from intercode.sql.mysql_backend import MysqlBackend
-from intercode.sql.store import spider_store
+from intercode.sql.store import dump_store
 
 TASK = 363  # concert_singer: SELECT country, count(*) FROM singer GROUP BY country
 EMPTY = "SELECT 1 FROM singer WHERE 1 = 0"
@@ -37,7 +37,7 @@ def server(mysql_url: str) -> Iterator[Server]:  # mysql_url: where the MySQL te
 @pytest.fixture()
 def env(server):
     """The SQL environment on the throwaway server, with concert_singer only."""
-    spider = spider_store()
+    spider = dump_store()
     store = dataclasses.replace(spider, databases={"concert_singer":
                                                    spider.databases["concert_singer"]})
     e = SqlEnv("spider-dev", backend=MysqlBackend(server.url, SqlLimits(timeout=5.0), store))

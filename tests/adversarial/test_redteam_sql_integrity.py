@@ -21,7 +21,7 @@ from intercode.errors import ConfigError
 from intercode.sql.backend import SqlLimits
 from intercode.sql.mysql_backend import MysqlBackend
 from intercode.sql.mysql_session import MEMORY_TABLE_BYTES
-from intercode.sql.store import spider_store
+from intercode.sql.store import dump_store
 
 TASK = 363  # concert_singer
 
@@ -51,7 +51,7 @@ def server(mysql_url: str) -> Iterator[Server]:  # mysql_url: where the MySQL te
 
 
 def _store():  # concert_singer only: the templates load in a moment
-    spider = spider_store()
+    spider = dump_store()
     return dataclasses.replace(spider, databases={"concert_singer":
                                                   spider.databases["concert_singer"]})
 

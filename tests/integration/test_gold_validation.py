@@ -38,6 +38,17 @@ def test_sql_gold_validation_on_a_server(mysql_url):
     assert report["tasks"] == 1034 and report["scored_one"] >= 1034 - 26
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "mysql"])
+def test_wikisql_gold_validation(backend, request):
+    """Every translated WikiSQL gold runs and scores 1.0 on both backends (196 tasks: a
+    few seconds)."""
+    url = request.getfixturevalue("mysql_url") if backend == "mysql" else None
+    report = validate("sql", "wikisql-dev", workers=2, progress=False, sql_backend=backend,
+                      mysql_url=url)
+    assert report["errors"] == [] and report["unexpected"] == [], report["unexpected"]
+    assert report["tasks"] == 196 and report["scored_one"] == 196
+
+
 @pytest.mark.slow
 def test_python_gold_validation():
     report = validate("python", "mbpp", workers=2, progress=False)

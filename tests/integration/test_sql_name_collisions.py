@@ -17,12 +17,12 @@ import pytest
 from intercode.envs.sql import make_backend
 from intercode.sandbox.inbox import sqlconn
 from intercode.sql.backend import SqlBackend, SqlLimits
-from intercode.sql.store import spider_store
+from intercode.sql.store import dump_store
 
 
 def collisions() -> list[tuple[str, str, str]]:
     """(database, table, column) of every table/column name collision."""
-    store = spider_store()
+    store = dump_store()
     by_name = {name.lower(): db for name, db in store.databases.items()}
     found = []
     for name, db in store.databases.items():
@@ -67,7 +67,7 @@ def backend(request) -> Iterator[SqlBackend]:
 def original_rows(backend: SqlBackend, db: str, sql: str) -> list[tuple[Any, ...]]:
     """The query, not rewritten, on the original database (trusted test-side access)."""
     if backend.name == "sqlite":
-        store = spider_store()
+        store = dump_store()
         conn = sqlconn.open_image(store.images[db], None, lambda: db)
         try:
             return [tuple(r) for r in conn.execute(sql).fetchall()]

@@ -49,13 +49,14 @@ def test_dataset_names() -> None:
     from intercode.benchmarks import benchmarks
 
     python = ["mbpp", "mbpp-prompt", "mbpp-test", "mbpp-train", "mbpp-validation"]
+    SQL = ["bird-dev", "bird-dev-no-evidence", "spider-dev", "wikisql-dev"]
     # installed plugins (CI installs examples/intercode-node) add their own datasets
     plugins = {name for b in benchmarks() if b.name not in ("bash", "sql", "python", "ctf")
                for name in b.datasets}
     assert [n for n in dataset_names() if n not in plugins] == sorted(
-        [*ALL_NAMES, "spider-dev", "intercode-ctf", *python])
+        [*ALL_NAMES, *SQL, "intercode-ctf", *python])
     assert dataset_names("bash") == ALL_NAMES
-    assert dataset_names("sql") == ["spider-dev"]
+    assert dataset_names("sql") == SQL
     assert dataset_names("python") == python
     assert dataset_names("ctf") == ["intercode-ctf"]
 

@@ -1,4 +1,5 @@
-"""The SQL benchmark: Spider questions on MySQL-dialect databases (SQLite or MariaDB)."""
+"""The SQL benchmark: Spider, WikiSQL and BIRD questions on MySQL-dialect databases
+(SQLite or MariaDB)."""
 
 from __future__ import annotations
 
@@ -56,9 +57,12 @@ Plan:
 BENCHMARK = Benchmark(
     name="sql",
     env="intercode.envs.sql:SqlEnv",
-    datasets={"spider-dev": "intercode.datasets.spider:load"},
+    datasets={"spider-dev": "intercode.datasets.spider:load",
+              "wikisql-dev": "intercode.datasets.wikisql:load",
+              "bird-dev": "intercode.datasets.bird:load",
+              "bird-dev-no-evidence": "intercode.datasets.bird:load"},
     default_dataset="spider-dev",
-    description="Spider: questions answered with one SQL query on a database",
+    description="Spider, WikiSQL, BIRD: questions answered with one SQL query on a database",
     parsing=Parsing(statement="sql", tags=frozenset({"sql", "mysql", "sqlite"})),
     prompting=Prompting(
         language="SQL", setting="MySQL Database",

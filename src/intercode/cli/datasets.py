@@ -20,8 +20,9 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     """``intercode datasets``."""
     if args.env is not None:
         get(args.env)  # an unknown environment: one line
-    for benchmark in benchmarks():
-        if args.env is None or benchmark.name == args.env:
-            for name in benchmark.datasets:
-                print(f"{name:16s} {benchmark.name}")
+    rows = [(name, benchmark.name) for benchmark in benchmarks()
+            if args.env is None or benchmark.name == args.env for name in benchmark.datasets]
+    width = max([16, *(len(name) for name, _ in rows)])
+    for name, env in rows:
+        print(f"{name:{width}s} {env}")
     return 0

@@ -1,4 +1,5 @@
-"""The SQL environment: Spider questions answered against a real database.
+"""The SQL environment: questions (Spider's, WikiSQL's, BIRD's) answered against a
+real database.
 
 The agent's statements run in its own session, which starts every episode on a
 pristine copy of the task's database (as InterCode's ``use <db>``). The gold query
@@ -26,6 +27,7 @@ from intercode.errors import (
     SnapshotError,
 )
 from intercode.execstate import ExecState
+from intercode.rewards.execution import execution_reward
 from intercode.rewards.spider import METRICS, official_text
 from intercode.rewards.sql import SqlReward, result_eq, sql_reward
 from intercode.sandbox import Sandbox, require_backend
@@ -40,12 +42,22 @@ GOLD_SESSION_FAILED = "the gold's session failed"
 
 
 def dataset_store(dataset: Dataset) -> SqlStore | None:
-    """The databases of a user dataset (its tasks name database files); ``None`` for
-    Spider. Each file is read once per process (cached by content)."""
-    files = {(t.database_path, t.database_sha256) for t in dataset
-             if isinstance(t, SqlTask) and t.database_path}
+    """The databases of a dataset: a user dataset's (its tasks name database files) or
+    those of the MySQL dump its tasks name (WikiSQL's, BIRD's); ``None`` for Spider's
+    (the backends' default). Each is read once per process (cached by content)."""
+    sql_tasks = [t for t in dataset if isinstance(t, SqlTask)]
+    files = {(t.database_path, t.database_sha256) for t in sql_tasks if t.database_path}
+    dumps = {t.dump for t in sql_tasks if not t.database_path}
+    if len(dumps) > 1 or (files and dumps - {""}):
+        raise DatasetError(f"the tasks of {dataset.name} use databases of several sources; "
+                           "a SQL dataset's databases come from one dump or its own files")
     if not files:
-        return None
+        dump = dumps.pop() if dumps else ""
+        if not dump:
+            return None
+        from intercode.sql.store import dump_store
+
+        return dump_store(dump)
     from intercode.sql.userdb import read_database, user_store
 
     databases = []
@@ -62,8 +74,8 @@ def make_backend(backend: str | SqlBackend, limits: SqlLimits,
                  mysql_url: str | None = None, store: SqlStore | None = None,
                  sandbox_backend: str = "bwrap") -> SqlBackend:
     """A backend by name (``sqlite`` or ``mysql``) or the one given; ``store``: the
-    databases (Spider's by default); ``sandbox_backend``: where SQLite runs the agent's
-    statements."""
+    databases (Spider's by default: see :func:`dataset_store`); ``sandbox_backend``:
+    where SQLite runs the agent's statements."""
     if isinstance(backend, SqlBackend):
         return backend
     if backend == "sqlite":
@@ -98,7 +110,9 @@ class SqlEnv(IntercodeEnv):
     """``gymnasium.make("intercode/sql-v0", dataset="spider-dev")``.
 
     Args:
-        dataset: ``spider-dev`` or a loaded SQL dataset.
+        dataset: ``spider-dev``, ``wikisql-dev``, ``bird-dev`` (or
+            ``bird-dev-no-evidence``) or a loaded SQL dataset; its tasks name the dump
+            their databases come from and the metric that is their reward.
         backend: ``"sqlite"`` (embedded, default), ``"mysql"`` (a MariaDB or MySQL
             server given by ``mysql_url``), or a backend object.
         limits: statement timeout and row limits.
@@ -255,6 +269,9 @@ class SqlEnv(IntercodeEnv):
         gold = self.gold_result()
         gold_rows = gold.rows if gold.rows is not None else []
         agent_rows = self._last.rows if self._last is not None and self._last.ok else None
+        assert isinstance(self.task, SqlTask)
+        if self.task.metric:
+            return execution_reward(self.task.metric, agent_rows, gold_rows, self.task.gold)[0]
         return sql_reward(agent_rows, gold_rows, self.task.gold)
 
     def exec_match_nodistinct(self, reward: SqlReward) -> bool:
@@ -297,6 +314,9 @@ class SqlEnv(IntercodeEnv):
                 "exec_match": match, "exec_metric": self.metric, "gold_failed": not gold.ok,
                 "gold_error": gold.error, "gold_rows": None if gold.rows is None else
                 len(gold.rows)}
+        assert isinstance(self.task, SqlTask)
+        if self.task.metric:  # the reward is that benchmark's execution accuracy
+            info["reward_metric"] = f"{self.task.metric}_ex"
         return Evaluation(reward.reward, reward.success, info)
 
     # -- snapshots ---------------------------------------------------------------------

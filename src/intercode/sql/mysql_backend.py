@@ -29,7 +29,7 @@ from intercode.sql.backend import SqlBackend, SqlLimits
 from intercode.sql.mysql_accounts import Accounts, claim_run, drop_dead_runs
 from intercode.sql.mysql_session import MysqlSession, server_message, statement_kind
 from intercode.sql.mysqldump import split_statements
-from intercode.sql.store import SqlStore, spider_store
+from intercode.sql.store import SqlStore, dump_store
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,22 @@ def parse_url(url: str) -> dict[str, Any]:
     return {"host": parts.hostname, "port": port or 3306,
             "user": unquote(parts.username or "root"),
             "password": unquote(parts.password or "")}
+
+
+# what a dump runs in one of its databases: a table of that database dropped, made or
+# filled with values (anything else, a name with a dot, a SELECT outside quotes, could
+# reach past the template it loads)
+_DUMP_STATEMENT = re.compile(r"DROP\s+TABLE\s+(IF\s+EXISTS\s+)?`[^`.]+`$|"
+                             r"CREATE\s+TABLE\s+`[^`.]+`\s*\(|"
+                             r"INSERT\s+INTO\s+`[^`.]+`\s+VALUES\s*\(", re.I)
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|`[^`]*`", re.S)
+
+
+def dump_statement(statement: str) -> bool:
+    """Whether a statement of a dump's database is one a dump makes (see above)."""
+    if not _DUMP_STATEMENT.match(statement):
+        return False
+    return re.search(r"\bSELECT\b", _QUOTED.sub("''", statement), re.I) is None
 
 
 def _backquoted(statement: str) -> str | None:
@@ -91,7 +107,7 @@ class MysqlBackend(SqlBackend):
         self._pymysql = pymysql
         self.args = parse_url(url)
         self.limits = limits or SqlLimits()
-        self.store = store or spider_store()
+        self.store = store or dump_store()
         if self.store.dump is None and self.store.mysql is None:
             raise ConfigError("the mysql backend needs a store built from a MySQL dump "
                               "(SqlStore.dump) or a user dataset's statements (SqlStore.mysql)")
@@ -191,7 +207,7 @@ class MysqlBackend(SqlBackend):
         if self.store.mysql is not None:
             self._load_user_templates(self.store.mysql)
         else:
-            self._load_spider_templates()
+            self._load_dump_templates()
         for name, db in self.store.databases.items():
             for table in db.tables:
                 got = self.query(f"SELECT COUNT(*) FROM `{self.template(name)}`.`{table}`")[0][0]
@@ -214,7 +230,7 @@ class MysqlBackend(SqlBackend):
                                        f"{exc.args[-1] if exc.args else exc} (in "
                                        f"{sql[:80]!r})") from None
 
-    def _load_spider_templates(self) -> None:
+    def _load_dump_templates(self) -> None:
         assert self.store.dump is not None
         try:
             text = self.store.dump.read_text(encoding="utf-8")
@@ -236,6 +252,9 @@ class MysqlBackend(SqlBackend):
                 if current is not None:
                     self._admin.select_db(self.template(current))
             elif current is not None:
+                if not dump_statement(statement):
+                    raise DatasetError(f"{self.store.dump.name}: a statement a database dump "
+                                       f"does not make, not run: {statement[:80]!r}")
                 self.query(statement)
 
     def clone(self, db: str, target: str) -> None:

@@ -2,7 +2,8 @@
 
 Only what ``mysqldump`` writes is understood: ``CREATE DATABASE`` / ``USE``,
 ``CREATE TABLE`` with one column or key per line, and ``INSERT INTO ... VALUES``
-with MySQL literals (numbers, quoted strings with backslash escapes, ``NULL``).
+with MySQL literals (numbers, strings in single or double quotes with backslash
+escapes, ``NULL``).
 Everything else (``SET``, ``LOCK TABLES``, comments, users) is skipped.
 """
 
@@ -220,7 +221,8 @@ _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def _literal(text: str, i: int, where: str) -> tuple[Value, int]:
-    if text[i] == "'":
+    quote = text[i]
+    if quote in "'\"":  # MySQL reads both as string literals (without ANSI_QUOTES)
         out = []
         j = i + 1
         while True:
@@ -228,9 +230,9 @@ def _literal(text: str, i: int, where: str) -> tuple[Value, int]:
             if c == "\\":
                 out.append(_ESCAPES.get(text[j + 1], text[j + 1]))
                 j += 2
-            elif c == "'":
-                if text[j + 1:j + 2] == "'":
-                    out.append("'")
+            elif c == quote:
+                if text[j + 1:j + 2] == quote:
+                    out.append(quote)
                     j += 2
                 else:
                     return "".join(out), j + 1

@@ -23,13 +23,14 @@ from intercode.sandbox.inbox import sqlrepl
 from intercode.sql.backend import SqlBackend, SqlLimits
 from intercode.sql.sqlite_sandboxed import SandboxedSqliteSession
 from intercode.sql.sqlite_session import LocalSqliteSession, SqliteSessionBase
-from intercode.sql.store import INFO_SCHEMA, SqlStore, spider_store
+from intercode.sql.store import INFO_SCHEMA, SqlStore, dump_store
 
 __all__ = ["SqliteBackend"]
 
 
 class SqliteBackend(SqlBackend):
-    """Spider's databases in SQLite, with MySQL's exploration commands emulated."""
+    """A dump's databases (Spider's by default) in SQLite, with MySQL's exploration
+    commands emulated."""
 
     name = "sqlite"
     dialect = ("SQLite 3 (MySQL's SHOW TABLES, SHOW DATABASES, SHOW COLUMNS, DESCRIBE, USE "
@@ -39,7 +40,7 @@ class SqliteBackend(SqlBackend):
                  sandbox_backend: str = "bwrap") -> None:
         """``sandbox_backend``: where the agent's engines run (``intercode.sandbox.BACKENDS``)."""
         self.limits = limits or SqlLimits()
-        self.store = store or spider_store()
+        self.store = store or dump_store()
         self.sandbox_backend = require_backend(sandbox_backend)
         self._images: bytes | None = None
 

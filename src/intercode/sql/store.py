@@ -1,9 +1,10 @@
-"""The Spider databases as SQLite images, built from InterCode's MySQL dump and cached.
+"""The databases of one of InterCode's MySQL dumps as SQLite images, built and cached.
 
-InterCode's published numbers were computed on ``ic_spider_dbs.sql`` (which differs
-from original Spider in several tables), so the images are built from that dump:
-every table's row count is checked against the dump's. Images are serialised
-SQLite databases; an episode deserialises a private copy (a few tens of µs).
+A dataset brings its dump (Spider's ``ic_spider_dbs.sql``, WikiSQL's, BIRD's: a data
+file key of :mod:`intercode.datafiles`). InterCode's published numbers were computed on
+``ic_spider_dbs.sql`` (which differs from original Spider in several tables), so the
+images are built from that dump: every table's row count is checked against the dump's.
+Images are serialised SQLite databases; an episode deserialises a private copy (a few tens of µs).
 An ``information_schema`` image (SCHEMATA, TABLES, COLUMNS, KEY_COLUMN_USAGE with
 MySQL's column names) is built beside them.
 """
@@ -25,7 +26,7 @@ from intercode.fsutil import cache_dir, write_atomic
 from intercode.sql.mysqldump import Database, parse_dump
 from intercode.sql.schema import column_key, create_table_sql, quote
 
-__all__ = ["INFO_SCHEMA", "SqlStore", "build_image", "build_info_schema", "spider_store"]
+__all__ = ["INFO_SCHEMA", "SqlStore", "build_image", "build_info_schema", "dump_store"]
 
 STORE_VERSION = 1
 INFO_SCHEMA = "information_schema"
@@ -37,8 +38,8 @@ class SqlStore:
 
     ``mysql``: for a user dataset, the statements (SQL and its parameters) that build
     each database on a MySQL server. ``dump`` is the MySQL dump a store was built from
-    (Spider's): the mysql backend loads the store's databases from it. A store with
-    neither cannot serve a MySQL server.
+    (Spider's, WikiSQL's, ...): the mysql backend loads the store's databases from it. A
+    store with neither cannot serve a MySQL server.
     """
 
     databases: dict[str, Database]
@@ -52,9 +53,9 @@ class SqlStore:
         return sorted(self.databases, key=str.lower)
 
 
-@lru_cache(maxsize=2)
-def spider_store(dump_key: str = "spider_dbs") -> SqlStore:
-    """The store of a dump (built and cached on first use)."""
+@lru_cache(maxsize=4)
+def dump_store(dump_key: str = "spider_dbs") -> SqlStore:
+    """The store of a dump, by its data file key (built and cached on first use)."""
     path = data_file(dump_key)
     raw = path.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()[:12]
