@@ -7,6 +7,8 @@ pinned once by that file's own blob id (right) and once by the real one (wrong).
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -102,7 +104,7 @@ def test_a_mirror_without_the_file_says_what_to_do(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INTERCODE_DATA_MIRROR", str(tmp_path))
     monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path / "cache"))
-    with pytest.raises(DataUnavailable, match="ic_apps.json is missing"):
+    with pytest.raises(DataUnavailable, match=r"ic_apps\.json is missing"):
         load("apps")
 
 
@@ -124,10 +126,8 @@ BAD = [
 @pytest.mark.parametrize(("content", "message"), BAD)
 def test_a_malformed_file_is_a_clear_error(content: object, message: str, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import json
-
     path = tmp_path / "ic_apps.json"
     path.write_text(json.dumps(content))
     monkeypatch.setattr("intercode.datasets.apps.data_file", lambda key: path)
-    with pytest.raises(DatasetError, match=message.replace("(", r"\(")):
+    with pytest.raises(DatasetError, match=re.escape(message)):
         load("apps")
