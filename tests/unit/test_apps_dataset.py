@@ -85,7 +85,9 @@ def test_a_download_with_the_right_blob_id_loads(served: tuple[bytes, list[str]]
     assert isinstance(first, AppsTask) and first.category == "introductory"
     assert [t.category for t in ds] == ["introductory", "interview", "competition", "interview"]
     assert first.test_input(3) == "20 20\n" and first.test_output(3) == ["40"]
-    assert ds[1].fn_name == "add" and ds[1].test_input(0) == [1, 2]
+    second = ds[1]
+    assert isinstance(second, AppsTask)
+    assert second.fn_name == "add" and second.test_input(0) == [1, 2]
     assert "solution.py" in first.query and "standard input" in first.query
     assert "`add`" in ds[1].query
     assert len(load("apps")) == len(PROBLEMS) and len(requests) == 1  # cached, verified
