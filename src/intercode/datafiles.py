@@ -98,6 +98,9 @@ FILES: dict[str, DataFile] = {
         "c19e6cb7e2fd3e64ff343a4980d59addc9aacded87f3e80a8eb0ac3f9bbedaf5", 3912527),
     "mbpp": _f("data/python/mbpp/ic_mbpp.json", "python/ic_mbpp.json",
                "4995ef1997ae7ee78c13b57bdba5c68c7989bbd31738837cc5f60c455ec0bcc7", 535519),
+    # APPS test problems (upstream commits a subset; pinned by the commit's tree alone)
+    "apps": DataFile("data/python/apps/ic_apps.json", "python/ic_apps.json", "", 0,
+                     blob="32264df6ccc121f6acb5753f54e6bc91e696f258"),
     "results_python": _f(
         "data/results/python/gpt-3.5/ic_python_multiturn_gpt-3.5_7_turns.json",
         "results/python/gpt-3.5/ic_python_multiturn_gpt-3.5_7_turns.json",

@@ -48,7 +48,7 @@ def _raw(key: str) -> list[dict]:
 def test_dataset_names() -> None:
     from intercode.benchmarks import benchmarks
 
-    python = ["mbpp", "mbpp-prompt", "mbpp-test", "mbpp-train", "mbpp-validation"]
+    python = ["apps", "mbpp", "mbpp-prompt", "mbpp-test", "mbpp-train", "mbpp-validation"]
     SQL = ["bird-dev", "bird-dev-no-evidence", "spider-dev", "wikisql-dev"]
     # installed plugins (CI installs examples/intercode-node) add their own datasets
     plugins = {name for b in benchmarks() if b.name not in ("bash", "sql", "python", "ctf")

@@ -1,4 +1,5 @@
-"""The Python benchmark: MBPP functions in a persistent interpreter, judged by hidden tests."""
+"""The Python benchmark: MBPP functions in a persistent interpreter, judged by hidden tests;
+APPS programs, handed in as a file and judged by input/output tests."""
 
 from __future__ import annotations
 
@@ -47,10 +48,25 @@ Plan:
 """
 
 
+APPS_SOURCE = "apps"  # the ``source`` of an APPS problem (``intercode.datasets.apps``)
+APPS_PROGRAM = "solution.py"  # the file ``submit`` hands in by default
+
+
 def submit_function(task: Task) -> str:
-    """``submit <the gold's function>`` (the entry point the tests call)."""
+    """``submit <the gold's function>`` (the entry point the tests call); an APPS
+    problem's gold is a program file: ``submit``."""
+    if task.source == APPS_SOURCE:
+        return "submit"
     match = FUNCTION.search(task.gold)
     return f"submit {match.group(1)}" if match else "submit"
+
+
+def gold_code(task: Task) -> str:
+    """The gold itself; an APPS problem's gold program is written to its file."""
+    if task.source == APPS_SOURCE:
+        return (f"with open({APPS_PROGRAM!r}, 'w', encoding='utf-8') as _f:\n"
+                f"    _ = _f.write({task.gold!r})")
+    return task.gold
 
 
 MBPP = "intercode.datasets.mbpp:load"
@@ -59,7 +75,8 @@ BENCHMARK = Benchmark(
     name="python",
     env="intercode.envs.python:PythonEnv",
     datasets={name: MBPP for name in ("mbpp", "mbpp-prompt", "mbpp-test", "mbpp-validation",
-                                      "mbpp-train")},
+                                      "mbpp-train")}
+    | {"apps": "intercode.datasets.apps:load"},
     default_dataset="mbpp",
     description="MBPP: Python functions checked by hidden assert statements",
     parsing=Parsing(submit_argument=True, tags=frozenset({"python", "python3", "py"})),
@@ -78,6 +95,7 @@ BENCHMARK = Benchmark(
     dialogue_limit=None,
     human_prompt=">>>",
     multiline_input=True,
+    gold_action=gold_code,
     gold_submit=submit_function,
     options=frozenset({"test_timeout"}),
     user_dataset="intercode.datasets.user:load_user_dataset",

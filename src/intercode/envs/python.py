@@ -7,6 +7,8 @@ To score a function, a fork of the agent's interpreter evaluates only the tests'
 sub-expressions that need its namespace (the calls, with the tests' inputs) and reports
 their values as typed data; the tests themselves (comparisons, expected values) run in
 a fork of the gold's interpreter on those values (see ``rewards.python_split``).
+APPS problems (``--dataset apps``) hand in a program file instead, run by a third
+sandbox and compared on the host (see ``envs.python_apps``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from functools import partial
 from typing import Any
 
 from intercode.datasets import Dataset, PythonTask, Task
-from intercode.envs import arguments, sandbox_state
+from intercode.datasets.apps import AppsTask
+from intercode.envs import arguments, python_apps, sandbox_state
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
@@ -69,6 +72,11 @@ class PythonEnv(IntercodeEnv):
     candidate is the first function of the latest action that ran without error and
     defined functions (upstream took the first ``def`` of the action).
     Each test statement gets its own time limit (``test_timeout`` seconds).
+
+    On an APPS problem, ``submit [<path>]`` hands in the program file ``path``
+    (``solution.py`` by default, relative to the interpreter's working directory), and
+    Try Again scores that default file; each input/output test runs the program afresh
+    with its own time limit (see :mod:`intercode.envs.python_apps`).
     """
 
     env_name = "python"
@@ -105,6 +113,7 @@ class PythonEnv(IntercodeEnv):
         self._replayed: list[str] = []  # a warm spare's actions replayed ahead of a fork
         self._gold: list[Outcome] | None = None
         self._splits: list[SplitTest] | None = None
+        self._cwd = "/"  # the interpreter's working directory after the latest action
 
     def _sandbox(self, which: str) -> Sandbox:
         box = self._boxes.get(which)
@@ -142,9 +151,24 @@ class PythonEnv(IntercodeEnv):
         return box
 
     def warm_up(self) -> None:
-        """Start both sandboxes."""
+        """Start both sandboxes (an APPS dataset's second one runs programs)."""
         self._sandbox("agent")
-        self._sandbox("gold")
+        self._sandbox("scorer" if isinstance(self.dataset[0], AppsTask) else "gold")
+
+    def _scorer(self) -> Sandbox:
+        """The sandbox that runs submitted APPS programs, reset: no process or file of an
+        earlier scoring is left (a failure to start or reset it is not the agent's)."""
+        try:
+            box = self._sandbox("scorer")
+            try:
+                box.reset()
+            except SandboxSpentError:
+                self._boxes.pop("scorer").close()
+                box = self._sandbox("scorer")
+            return box
+        except SandboxError as exc:
+            raise RewardError(f"could not start the sandbox that runs the program: {exc}") \
+                from exc
 
     def _prestart(self) -> bool:
         """Begin the agent's sandbox (a fork's spare; the gold's starts when scoring)."""
@@ -163,6 +187,7 @@ class PythonEnv(IntercodeEnv):
         self._replayed = []
         self._gold = None
         self._splits = None
+        self._cwd = "/"
 
     def execute(self, action: str) -> tuple[str, dict[str, Any]]:
         """Run code in the interpreter."""
@@ -170,6 +195,7 @@ class PythonEnv(IntercodeEnv):
             result = self._sandbox("agent").run(action)
         except SandboxSpentError:
             result = self._spent()
+        self._cwd = result.cwd if result.exit_code is not None else self._cwd
         defined = defined_functions(action)
         if result.exit_code == 0 and defined:
             self._functions.append(defined[0])
@@ -188,7 +214,7 @@ class PythonEnv(IntercodeEnv):
 
     def evaluate(self) -> Evaluation:
         """Try Again: the score of submitting the latest candidate function."""
-        if not self.upstream_quirks:
+        if not self.upstream_quirks or isinstance(self.task, AppsTask):
             return self._score(None)
         last = self.history[-1][0].strip() if self.history else ""
         m = re.match(r"def (\w+)\(", last)
@@ -208,6 +234,11 @@ class PythonEnv(IntercodeEnv):
 
     def _score(self, name: str | None) -> Evaluation:
         assert isinstance(self.task, PythonTask)
+        if isinstance(self.task, AppsTask):
+            return python_apps.score_program(
+                self.task, self._sandbox("agent"), self._scorer,
+                python_apps.program_path(name, self._cwd), self.test_timeout,
+                self.limits.output)
         name = name or (self._functions[-1] if self._functions else None)
         info: dict[str, Any]
         # upstream-quirks mode scores as upstream did: a name that does not bind leaves the
@@ -346,6 +377,7 @@ class PythonEnv(IntercodeEnv):
                                 "sandbox (files, variables, functions and imports were "
                                 "lost)") from None
         self._functions = list(loaded.extra["functions"])
+        self._cwd = loaded.cwd
         self.restore_note = loaded.note()
 
     def _fork_state(self) -> ExecState:
@@ -412,6 +444,7 @@ class PythonEnv(IntercodeEnv):
         if not other._replay(actions[len(done):]):
             other._replay_from_scratch(actions, self.task.index)
         other._functions = list(self._functions)
+        other._cwd = self._cwd
 
     def _agent_alive(self) -> bool:
         """Whether the agent's sandbox runs."""

@@ -113,7 +113,8 @@ def boot_code(entry: str = MAIN) -> str:
 COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
 # the modules only the shells the supervisor forks (inbox/shell.py FORKED) import
 PROVIDER_OPS = ("exec_apart", "read_file", "write_file")  # see provider_call
-FORKED_ONLY = ("pyvalue", "pyscore", "pyhold", "pyrepl", "zygote", "sqlconn", "sqlsnap", "sqlrepl")
+FORKED_ONLY = ("pyvalue", "pyscore", "pyprogram", "pyhold", "pyrepl", "zygote", "sqlconn",
+               "sqlsnap", "sqlrepl")
 
 
 @functools.cache

@@ -6,5 +6,6 @@ standard library and must stay compatible with Python 3.9.
 """
 
 MODULES = ("proto", "privs", "oomguard", "rlimits", "fsops", "hashing", "tree", "shell", "snaps",
-           "pyvalue", "pyscore", "pyhold", "pyrepl", "zygote", "sqlconn", "sqlsnap", "sqlrepl",
+           "pyvalue", "pyscore", "pyprogram", "pyhold", "pyrepl", "zygote", "sqlconn", "sqlsnap",
+           "sqlrepl",
            "runcmd", "provider", "freezer", "schema", "main")

@@ -5,7 +5,7 @@ action's bytes, and a status record ``<seq> <code> <cwd>`` plus NUL on descripto
 ``exec`` actions behave like the interactive interpreter: statements run in one
 persistent namespace, the value of a final expression is printed with ``repr``, and
 an exception prints its traceback (code 1) without ending the session. ``SystemExit``
-is reported and contained. ``eval``, ``probe`` and ``judge`` actions (sent by the host,
+is reported and contained. ``eval``, ``probe``, ``judge`` and ``program`` actions (sent by the host,
 never by the agent) carry JSON scoring requests (see ``pyscore``): each runs in a fork,
 leaves the interpreter's own state untouched, and its JSON reply goes to the host as a
 record ``<seq> reply\n<json>`` on the status descriptor, just before the status.
@@ -22,11 +22,12 @@ import signal
 import sys
 import traceback
 
-from . import pyhold, pyscore, shell
+from . import pyhold, pyprogram, pyscore, shell
 
 NAMESPACE_NAME = "__main__"
 SPARE_OUTPUT_FD = 61  # a copy of the output pipe, to recover if the agent closes 1 or 2
-REQUESTS = {"eval": pyscore.evaluate, "probe": pyscore.probe, "judge": pyscore.judge}
+REQUESTS = {"eval": pyscore.evaluate, "probe": pyscore.probe, "judge": pyscore.judge,
+            "program": pyprogram.program}
 
 
 def child_setup(fds, env, extra_keep=()):
