@@ -11,7 +11,7 @@ from intercode.benchmarks.spec import Benchmark, Parsing, Prompting
 if TYPE_CHECKING:
     from intercode.datasets.tasks import Task
 
-__all__ = ["BENCHMARK"]
+__all__ = ["APPS_PROGRAM", "APPS_SOURCE", "BENCHMARK"]
 
 FUNCTION = re.compile(r"def\s+(\w+)\s*\(")
 

@@ -34,7 +34,7 @@ from typing import Any
 from intercode.rewards.python import PythonReward
 
 __all__ = ["OPAQUE", "apps_reward", "call_passes", "decode_value", "expected_value",
-           "stdin_passes"]
+           "parse_value", "stdin_passes"]
 
 RTOL, ATOL = 1e-05, 1e-08  # numpy.allclose's defaults, which APPS uses
 MAX_DEPTH = 101

@@ -23,7 +23,7 @@ from typing import Any
 from intercode.rewards.kendall import kendall_tau_b
 from intercode.rewards.rounding import round_like_numpy
 
-__all__ = ["SqlReward", "result_eq", "sql_reward"]
+__all__ = ["Row", "SqlReward", "result_eq", "sql_reward"]
 
 Row = tuple[Any, ...]
 
