@@ -313,3 +313,30 @@ def test_the_tmpfs_check_reads_the_file_system_type_not_a_path(monkeypatch, line
     assert tree.on_tmpfs(os.makedev(0, 99)) is tmpfs
     assert tree.on_tmpfs(os.makedev(0, 98)) is True
     assert tree.on_tmpfs(os.makedev(0, 97)) is False
+
+
+ATIME_TASK = 12  # nl2bash-fs3: find /workspace -atime +1 -type f -exec mv {} / \;
+
+
+def test_an_earlier_episodes_reads_do_not_change_access_times_or_the_score():
+    """A read moves a file's access time, and a reset restored only what changed: files
+    an earlier episode read (or the reward hashed) were "accessed today" in every later
+    episode, so ``find -atime +1`` left them out and the gold of fs3#12 scored 0.67 after
+    an episode that read ``old2.txt``. Every episode must start with the fresh tree's
+    access times."""
+    env = BashEnv("nl2bash-fs3")
+    try:
+        env.reset(options={"task": ATIME_TASK})
+        expected, *_ = env.step("find /workspace -type f -atime +1 | sort")
+        env.step("find /workspace -type f -exec cat {} + > /dev/null")
+        env.step("echo x > /workspace/new.txt")
+        env.evaluate()  # the reward hashes both sides' files
+        env.reset(options={"task": ATIME_TASK})
+        listing, *_ = env.step("find /workspace -type f -atime +1 | sort")
+        assert listing == expected and listing.count("\n") > 20
+        env.step("find /workspace -type f -exec cat {} + > /dev/null")
+        env.reset(options={"task": ATIME_TASK})
+        env.step(env.task.gold)
+        assert env.evaluate().reward == 1.0
+    finally:
+        env.close()

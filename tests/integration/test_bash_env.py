@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from intercode.envs.bash import IGNORED_NAMES, BashEnv, upstream_simplify_path
+from intercode.envs.bash import IGNORED_NAMES, BashEnv
+from intercode.envs.bash_upstream import upstream_simplify_path
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import pytest
 from backends import need
 
 from intercode.datasets import load_dataset
+from intercode.datasets.issue_table import all_issues, upstream_causes
 from intercode.datasets.known_issues import KINDS, known_issues
 from intercode.envs.settings import EnvSettings
 from intercode.validate import validate
@@ -112,6 +113,20 @@ def test_known_issue_list_is_well_formed():
             assert item["kind"] in KINDS
             assert item["gold_scores_one"] in (True, False, None)
             assert len(item["reason"]) > 10
+
+
+def test_upstream_causes_name_real_tasks():
+    raw = json.loads(resources.files("intercode.datasets.data")
+                     .joinpath("known_issues.json").read_text())
+    assert raw["_upstream"]
+    for source, items in raw["_upstream"].items():
+        ds = load_dataset(source)
+        causes = upstream_causes(source)
+        for index, reason in items.items():
+            assert 0 <= int(index) < len(ds), (source, index)
+            assert causes[int(index)] == reason and len(reason) > 10
+    assert upstream_causes("nl2bash-fs2")[48].startswith("upstream's containers were reused")
+    assert all(issue.source != "_upstream" for issue in all_issues().values())
 
 
 def test_combined_dataset_inherits_known_issues():

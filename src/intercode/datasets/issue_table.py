@@ -3,7 +3,10 @@
 The list lives in ``data/known_issues.json`` keyed by the upstream source file and
 index, with a kind (``broken_gold``, ``host_dependent``, ``time_dependent``,
 ``nondeterministic``, ``network``) and a reason; ``intercode validate`` checks it
-and reports print it.
+and reports print it. Its ``_upstream`` section says, by source and index, why
+upstream's recorded result of a task is not what this environment gives with
+``--upstream-quirks`` (the machine, the clock, the state upstream's containers carried
+from one episode to the next): ``perf/fidelity_bash.py`` prints it.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
-__all__ = ["KINDS", "KnownIssue", "all_issues", "issue_of"]
+__all__ = ["KINDS", "KnownIssue", "all_issues", "issue_of", "upstream_causes"]
 
 KINDS = ("broken_gold", "host_dependent", "time_dependent", "nondeterministic", "network")
 
@@ -35,9 +39,21 @@ def all_issues() -> dict[tuple[str, int], KnownIssue]:
 
 
 @lru_cache(maxsize=1)
-def _all() -> dict[tuple[str, int], KnownIssue]:
+def _raw() -> dict[str, Any]:
     text = resources.files("intercode.datasets.data").joinpath("known_issues.json")
-    raw = json.loads(text.read_text(encoding="utf-8"))
+    raw: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
+    return raw
+
+
+def upstream_causes(source: str) -> dict[int, str]:
+    """Why upstream's recorded results of ``source``'s tasks differ from
+    ``--upstream-quirks`` runs here, by index (the ``_upstream`` section)."""
+    return {int(index): reason for index, reason in _raw()["_upstream"].get(source, {}).items()}
+
+
+@lru_cache(maxsize=1)
+def _all() -> dict[tuple[str, int], KnownIssue]:
+    raw = _raw()
     out = {}
     for source, items in raw.items():
         if source.startswith("_"):

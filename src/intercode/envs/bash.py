@@ -8,8 +8,7 @@ as long as the environment, and a reset only restores what changed.
 from __future__ import annotations
 
 import hashlib
-import posixpath
-import shlex
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from functools import partial
@@ -20,6 +19,12 @@ from intercode.datasets.fsbuild import prepared_fs, script_fs
 from intercode.envs import arguments, sandbox_state
 from intercode.envs import gold_cache as gold_store
 from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.bash_upstream import (
+    date_access_times,
+    run_like_upstream,
+    upstream_hashes,
+    upstream_tree,
+)
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.gold_cache import GoldCache, GoldResult
 from intercode.envs.info import ActionInfo
@@ -46,8 +51,6 @@ IGNORED_NAMES = ("bin", "boot", "dev", "etc", "home", "lib", "media", "opt", "pr
 # What ``info`` shows of each list of changes (the reward counts all of them): an agent
 # that makes 100,000 files must not write megabytes into every record of its episode.
 SHOWN_CHANGES = 100
-# --upstream-quirks: globbing as in upstream's bash 5.1 (no-op where the option is unknown)
-UPSTREAM_GLOBBING = "shopt -u globskipdots 2>/dev/null; "
 SHOWN_PATH_CHARS = 512
 
 SandboxFactory = Callable[[Limits], Sandbox]
@@ -120,6 +123,8 @@ class BashEnv(IntercodeEnv):
         self._gold_disk = (GoldCache() if sandbox is None and gold_store.enabled(gold_cache)
                             else None)
         self._workdir = "/"
+        # --upstream-quirks: the task, the start of its episode and the tree dated from it
+        self._upstream_tree: tuple[Task, int, FileTree] | None = None
 
     # -- sandboxes -----------------------------------------------------------------------
 
@@ -160,8 +165,11 @@ class BashEnv(IntercodeEnv):
         """Restore the task's prepared file system and start a fresh shell."""
         if not isinstance(task, BashTask):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a Bash task")
-        tree = task_fs(task)
-        self._sandbox("agent").load(tree)
+        if self.upstream_quirks:
+            self._upstream_tree = None
+            self._load_like_upstream(self._sandbox("agent"), task)
+        else:
+            self._sandbox("agent").load(task_fs(task))
         self._gold_cache = None
         self._gold_diskd = None
         self._workdir = "/"
@@ -176,31 +184,9 @@ class BashEnv(IntercodeEnv):
     def _run(self, sandbox: Sandbox, action: str, track_cd: bool) -> ExecResult:
         if not self.upstream_quirks:
             return sandbox.run(action)
-        return self._run_like_upstream(sandbox, action, track_cd)
-
-    def _run_like_upstream(self, sandbox: Sandbox, action: str, track_cd: bool) -> ExecResult:
-        """Upstream's ``exec_run('/bin/bash -c "<action>"', workdir=...)`` and cd emulation."""
-        action = action.strip()
-        workdir = self._workdir if track_cd else "/"
-        is_cd = track_cd and action.startswith("cd")
-        new_path = workdir
-        if is_cd:
-            new_path = upstream_simplify_path(workdir, action.partition("cd ")[2].strip())
-            action, workdir = f"cd {new_path}", "/"
-        try:
-            argv = shlex.split(f'/bin/bash -c "{action}"')
-        except ValueError:
-            return ExecResult(output="Malformed command", exit_code=None, cwd=workdir)
-        if len(argv) >= 3 and argv[1] == "-c":
-            # upstream's image had bash 5.1, where `.*` matches `.` and `..` (5.2's
-            # globskipdots); on the same line, so error messages keep their line numbers
-            argv[2] = UPSTREAM_GLOBBING + argv[2]
-        result = sandbox.exec(argv, cwd=workdir)
-        if result.timed_out:
-            return ExecResult(output="Command timed out", exit_code=None, timed_out=True,
-                              cwd=workdir)
-        if is_cd and result.exit_code == 0:
-            self._workdir = new_path
+        result, workdir = run_like_upstream(sandbox, action, self._workdir, track_cd)
+        if track_cd:
+            self._workdir = workdir
         return result
 
     # -- reward --------------------------------------------------------------------------
@@ -235,9 +221,13 @@ class BashEnv(IntercodeEnv):
                 gold, _ = self._gold_result(use_store=False)
                 paths = common_added(agent.changes, gold.changes)
                 stored = None
-            agent_hashes = agent_box.hashes(paths)
-            gold_hashes = (self._sandbox("gold").hashes(paths) if stored is None
-                           else {p: stored.hashes[p] for p in paths})
+            if self.upstream_quirks:  # the golds of this mode are never stored
+                agent_hashes = upstream_hashes(paths, agent_box.hashes)
+                gold_hashes = upstream_hashes(paths, self._sandbox("gold").hashes)
+            else:
+                agent_hashes = agent_box.hashes(paths)
+                gold_hashes = (self._sandbox("gold").hashes(paths) if stored is None
+                               else {p: stored.hashes[p] for p in paths})
         except SandboxError as exc:
             raise RewardError(f"could not evaluate task {self.task.index}: {exc}") from exc
         return bash_reward(agent, gold, agent_hashes, gold_hashes, self.answer_check)
@@ -256,7 +246,10 @@ class BashEnv(IntercodeEnv):
                                     stored.result)
                 return self._gold_cache
             box = self._sandbox("gold")
-            box.load(task_fs(self.task))
+            if self.upstream_quirks:
+                self._load_like_upstream(box, self.task)
+            else:
+                box.load(task_fs(self.task))
             saved = self._workdir
             try:
                 result = self._run(box, self.task.gold, track_cd=False)
@@ -268,12 +261,24 @@ class BashEnv(IntercodeEnv):
                 self._store_gold(box, key, snapshot, result)
         return self._gold_cache
 
+    def _load_like_upstream(self, box: Sandbox, task: BashTask) -> None:
+        """Load the tree the episode of ``task`` started on in upstream's container
+        (:mod:`intercode.envs.bash_upstream`): the same for the agent and the gold."""
+        if self._upstream_tree is None or self._upstream_tree[0] is not task:
+            start = time.time_ns()
+            self._upstream_tree = (task, start, upstream_tree(task_fs(task), start,
+                                                              IGNORED_NAMES))
+        _task, start, tree = self._upstream_tree
+        box.load(tree)
+        date_access_times(box, tree, start)
+
     def _gold_key(self, task: BashTask) -> dict[str, Any] | None:
-        """What decides the gold's result (None: not to be stored or reused)."""
+        """What decides the gold's result (None: not to be stored or reused; so with
+        --upstream-quirks, whose trees are dated from each episode's start)."""
         from intercode.datasets.known_issues import issue_of
         from intercode.version import __version__
 
-        if self._gold_disk is None:
+        if self._gold_disk is None or self.upstream_quirks:
             return None
         issue = issue_of(task.source, task.source_index)
         if issue is not None and issue.kind in gold_store.UNCACHEABLE_KINDS:
@@ -335,6 +340,7 @@ class BashEnv(IntercodeEnv):
             raise SnapshotError("a Bash snapshot forks only into a Bash environment")
         moved = sandbox_state.copy(state, self._sandbox("agent"), other._sandbox("agent"))
         other._workdir = moved.extra["workdir"]
+        other._upstream_tree = self._upstream_tree
         other.restore_note = moved.note()
 
     def diff(self) -> list[Change]:
@@ -380,10 +386,3 @@ def _shown(changes: tuple[Change, ...]) -> list[list[str]]:
         shown.append([path, change.code])
     return shown
 
-
-def upstream_simplify_path(current: str, changed: str) -> str:
-    """Where upstream's emulated ``cd`` went: ``changed`` resolved lexically from ``current``."""
-    if not changed:
-        return current
-    joined = changed if changed.startswith("/") else f"{current}/{changed}"
-    return "/" + posixpath.normpath("/" + joined).lstrip("/")

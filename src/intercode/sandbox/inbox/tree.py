@@ -328,6 +328,8 @@ class Tree(hashing.Hashing):
                 if (record is not None and record[0] == st.st_ino
                         and record[1] == st.st_ctime_ns
                         and st.st_ctime_ns + TRUST_NS < record[2]):
+                    if st.st_atime_ns != st.st_mtime_ns and stat.S_ISREG(st.st_mode):
+                        self._reset_atime(rel, st.st_mtime_ns, touched)
                     continue
             if st is not None and self._same_inode(rel, st):
                 if not self._trusted(rel, st):
@@ -339,6 +341,8 @@ class Tree(hashing.Hashing):
                         stats["written"] += 1
                         if self.pristine[rel][0] == DIR:
                             dirty.add(rel)
+                    elif self.pristine[rel][0] == FILE:  # the comparison read it
+                        self._reset_atime(rel, st.st_mtime_ns, None)
                     touched.append(rel)
                 continue
             kind, mode, mtime_ns, payload = self.pristine[rel]
@@ -351,6 +355,17 @@ class Tree(hashing.Hashing):
             if kind == DIR:
                 dirty.add(rel)
         return touched
+
+    def _reset_atime(self, rel, mtime_ns, touched):
+        """Give an unchanged pristine file its access time back (a read moved it: the
+        agent's, or a fingerprint's in an earlier episode), so ``find -atime`` sees
+        the same at every episode's start; ``touched`` gets ``rel`` (its ctime moved)."""
+        try:
+            os.utime(self.abspath(rel), ns=(mtime_ns, mtime_ns), follow_symlinks=False)
+        except OSError:
+            return
+        if touched is not None:
+            touched.append(rel)
 
     def _canonical_order(self, reorder, dirty):
         """Give each directory of ``reorder`` the listing order of a fresh load.

@@ -1,0 +1,125 @@
+"""What ``upstream_quirks=True`` (``--upstream-quirks``) changes in the Bash environment.
+
+Upstream InterCode (``intercode/envs/bash/bash_env.py`` and ``docker/nl2bash.Dockerfile``)
+ran its tasks in a Docker container whose file system was committed to git at ``/``;
+this module reproduces what that did to actions, trees and rewards, for replaying
+recorded results. Nothing here runs in the default mode.
+
+* **Actions**: each one a fresh ``/bin/bash -c "<action>"``, split by Docker's argument
+  splitting (an inner double quote ends the quoted argument), ``cd`` emulated in Python
+  (:func:`run_like_upstream`), globbing as in the image's bash 5.1.
+* **Empty directories**: the reset was ``git reset --hard; git clean -fd``. git does not
+  track directories, so every directory holding no file, link or ignored entry was
+  deleted by the first reset (:func:`upstream_tree`).
+* **File times**: the image's files were as old as the image when an episode ran.
+  Every entry the setup script made (dated ``EPOCH`` by :mod:`intercode.datasets.fsbuild`)
+  is dated ``UPSTREAM_AGE_NS`` before the episode's start; times the script set
+  itself (``touch -t``) are kept. Thirty minutes: the recorded episodes show files older
+  than five minutes (``-mmin +5`` matched) and younger than an hour (``-mmin -60``,
+  ``-cmin -60``, ``-amin -60`` matched all). Access times are the image's age for
+  every entry, also those whose modification time the script set (``touch -m``
+  leaves the access time alone): :func:`date_access_times`.
+* **Fingerprints**: the reward compared ``md5sum p`` for a path with a "." and
+  ``md5deep -r p`` for the others; the image had no ``md5deep``, so the command failed
+  with the same message on both sides and such a path always matched
+  (:func:`upstream_hashes`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from intercode.sandbox.base import ExecResult, Sandbox
+from intercode.sandbox.filetree import DIR, LINK, FileTree
+from intercode.sandbox.layout import EPOCH_NS
+
+__all__ = ["MISSING_MD5DEEP", "UPSTREAM_AGE_NS", "UPSTREAM_GLOBBING", "date_access_times",
+           "run_like_upstream", "upstream_hashes", "upstream_simplify_path", "upstream_tree"]
+
+# globbing as in upstream's bash 5.1 (no-op where the option is unknown)
+UPSTREAM_GLOBBING = "shopt -u globskipdots 2>/dev/null; "
+UPSTREAM_AGE_NS = 30 * 60 * 1_000_000_000
+# what ``docker exec`` answered for ``md5deep -r <path>`` in upstream's image (no md5deep)
+MISSING_MD5DEEP = ('OCI runtime exec failed: exec failed: unable to start container process: '
+                   'exec: "md5deep": executable file not found in $PATH: unknown\r\n')
+
+
+def upstream_tree(tree: FileTree, start_ns: int, ignored: Sequence[str]) -> FileTree:
+    """``tree`` as an upstream episode starting at ``start_ns`` found it: without the
+    directories ``git clean -fd`` deletes and dated by the image's age (module docstring).
+
+    A directory stays when something below it is a file or a link, or when it or
+    something below it has an ignored name (``ignored``: the names of upstream's
+    ``.gitignore``; git clean without ``-x`` leaves those).
+    """
+    ignored_names = frozenset(ignored)
+    kept: set[str] = set()
+    for entry in tree.entries:
+        parts = entry.path.split("/")
+        if entry.kind != DIR or ignored_names.intersection(parts):
+            kept.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    dated = start_ns - UPSTREAM_AGE_NS
+    return FileTree.of(replace(e, mtime_ns=dated) if e.mtime_ns == EPOCH_NS else e
+                       for e in tree.entries if e.kind != DIR or e.path in kept)
+
+
+def date_access_times(sandbox: Sandbox, tree: FileTree, start_ns: int) -> None:
+    """Give the files and directories of ``tree`` (just loaded in ``sandbox`` by
+    :func:`upstream_tree` for ``start_ns``) whose modification time the setup script
+    set the image's age as access time: a restore sets both times to the entry's."""
+    dated = start_ns - UPSTREAM_AGE_NS
+    paths = ["/" + e.path for e in tree.entries if e.kind != LINK and e.mtime_ns != dated]
+    if paths:
+        seconds, frac = divmod(dated, 1_000_000_000)
+        sandbox.exec(["touch", "-a", "-c", "-d", f"@{seconds}.{frac:09d}", "--", *paths])
+
+
+def upstream_hashes(paths: Sequence[str], hashes: Callable[[list[str]], Mapping[str, str]],
+                    ) -> dict[str, str]:
+    """Fingerprints of ``paths`` as upstream compared them: ``hashes`` (the sandbox's)
+    for a path with a "." (``md5sum``), upstream's failed ``md5deep`` for the others."""
+    hashed = [p for p in paths if "." in p]
+    found = dict(hashes(hashed)) if hashed else {}
+    return {p: found[p] if "." in p else MISSING_MD5DEEP for p in paths}
+
+
+def run_like_upstream(sandbox: Sandbox, action: str, workdir: str,
+                      track_cd: bool) -> tuple[ExecResult, str]:
+    """Upstream's ``exec_run('/bin/bash -c "<action>"', workdir=...)`` with its ``cd``
+    emulation: the result and the working directory after it (``workdir`` when
+    ``track_cd`` is false: the gold always ran at ``/``)."""
+    action = action.strip()
+    if not track_cd:
+        workdir = "/"
+    is_cd = track_cd and action.startswith("cd")
+    new_path = workdir
+    run_in = workdir
+    if is_cd:
+        new_path = upstream_simplify_path(workdir, action.partition("cd ")[2].strip())
+        action, run_in = f"cd {new_path}", "/"
+    try:
+        argv = shlex.split(f'/bin/bash -c "{action}"')
+    except ValueError:
+        return ExecResult(output="Malformed command", exit_code=None, cwd=run_in), workdir
+    if len(argv) >= 3 and argv[1] == "-c":
+        # upstream's image had bash 5.1, where `.*` matches `.` and `..` (5.2's
+        # globskipdots); on the same line, so error messages keep their line numbers
+        argv[2] = UPSTREAM_GLOBBING + argv[2]
+    result = sandbox.exec(argv, cwd=run_in)
+    if result.timed_out:
+        return ExecResult(output="Command timed out", exit_code=None, timed_out=True,
+                          cwd=run_in), workdir
+    if is_cd and result.exit_code == 0:
+        return result, new_path
+    return result, workdir
+
+
+def upstream_simplify_path(current: str, changed: str) -> str:
+    """Where upstream's emulated ``cd`` went: ``changed`` resolved lexically from ``current``."""
+    if not changed:
+        return current
+    joined = changed if changed.startswith("/") else f"{current}/{changed}"
+    return "/" + posixpath.normpath("/" + joined).lstrip("/")
