@@ -341,8 +341,8 @@ class Tree(hashing.Hashing):
                         stats["written"] += 1
                         if self.pristine[rel][0] == DIR:
                             dirty.add(rel)
-                    elif self.pristine[rel][0] == FILE:  # the comparison read it
-                        self._reset_atime(rel, st.st_mtime_ns, None)
+                    elif self.pristine[rel][0] == FILE:  # the comparison may have read it
+                        self._reset_moved_atime(rel)
                     touched.append(rel)
                 continue
             kind, mode, mtime_ns, payload = self.pristine[rel]
@@ -366,6 +366,17 @@ class Tree(hashing.Hashing):
             return
         if touched is not None:
             touched.append(rel)
+
+    def _reset_moved_atime(self, rel):
+        """:meth:`_reset_atime` when the access time moved (a read moved it before, or
+        the comparison's own read where O_NOATIME was refused): only then, since
+        ``utime`` moves the ctime, which costs the file its trust at the next restore."""
+        try:
+            st = os.lstat(self.abspath(rel))
+        except OSError:
+            return
+        if st.st_atime_ns != st.st_mtime_ns:
+            self._reset_atime(rel, st.st_mtime_ns, None)
 
     def _canonical_order(self, reorder, dirty):
         """Give each directory of ``reorder`` the listing order of a fresh load.
