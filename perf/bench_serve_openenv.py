@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # openenv_process
+
 from intercode.benchmarks import get
 from intercode.datasets import load_dataset
 from intercode.integrations.serve.openenv import IntercodeEnvClient, ServerError
@@ -74,16 +76,10 @@ def descendants(root: int) -> list[int]:
 
 
 def start_server(max_sessions: int, warm: int) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "intercode", "serve", "openenv", "--env", "bash", "--dataset",
-         DATASET, "--port", "0", "--max-sessions", str(max_sessions), "--warm", str(warm)],
-        stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if "http://" not in line:
-        proc.kill()
-        raise SystemExit(f"the server did not start: {line!r}")
-    return proc, "http://" + line.split("http://", 1)[1].split()[0]
+    from openenv_process import start  # tests/openenv_process.py
+
+    return start(["--env", "bash", "--dataset", DATASET, "--max-sessions", str(max_sessions),
+                  "--warm", str(warm)])
 
 
 def floor_server(port: int) -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # trl_helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # trl_helpers, ...
 
 FUNCTIONS = ("reset", "execute", "submit", "get_reward")
 
@@ -58,17 +57,10 @@ def timed_class(cls: type, spent: list[float]) -> type:
 
 
 def start_server(sessions: int) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "intercode", "serve", "openenv", "bash", "--dataset",
-         "bash-demo", "--reward", "success", "--port", "0", "--max-sessions", str(sessions),
-         "--warm", str(sessions)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if "http://" not in line:
-        proc.kill()
-        raise SystemExit(f"the server did not start: {line!r}")
-    return proc, "http://" + line.split("http://", 1)[1].split()[0]
+    from openenv_process import start
+
+    return start(["bash", "--dataset", "bash-demo", "--reward", "success",
+                  "--max-sessions", str(sessions), "--warm", str(sessions)])
 
 
 def measure(batch: int, steps: int, url: str | None) -> dict[str, float]:
@@ -132,8 +124,9 @@ def main() -> None:
                 got = measure(batch, args.steps, url)
             finally:
                 if proc is not None:
-                    proc.send_signal(signal.SIGTERM)
-                    proc.wait(timeout=30)
+                    from openenv_process import stop
+
+                    stop(proc)
             print(f"{where:8} {batch:5d} {got['step_s']:8.2f} {got['env_s']:11.3f} "
                   f"{got['env_ms_rollout']:15.1f} {got['share']:6.1%}", flush=True)
 

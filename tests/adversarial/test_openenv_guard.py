@@ -14,18 +14,13 @@ from __future__ import annotations
 import base64
 import json
 import os
-import select
-import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from openenv_process import served
 
 from intercode.hosts import HostPolicy
 
@@ -43,26 +38,9 @@ FOREIGN_ORIGINS = ["http://attacker.example", "https://attacker.example:{port}",
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
     """The port of an ``intercode serve openenv`` (bash, 2 sessions at most)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        stderr = Path(tmp) / "server.err"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "intercode", "serve", "openenv", "--env", "bash",
-             "--dataset", "bash-demo", "--port", "0", "--max-sessions", "2", "--warm", "0"],
-            stdout=subprocess.PIPE, stderr=stderr.open("w"), text=True)
-        try:
-            assert proc.stdout is not None
-            ready, _, _ = select.select([proc.stdout], [], [], START_DEADLINE)
-            line = proc.stdout.readline() if ready else ""
-            if "http://" not in line:
-                pytest.fail(f"the server did not start: {line!r} {stderr.read_text()[-2000:]}")
-            yield int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with served(["--env", "bash", "--dataset", "bash-demo", "--max-sessions", "2",
+                 "--warm", "0"]) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 def routes() -> list[tuple[str, str]]:

@@ -9,11 +9,6 @@ one session at most, a bearer token), spoken to over real connections.
 from __future__ import annotations
 
 import json
-import os
-import select
-import signal
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from openenv_process import served
 
 from intercode.benchmarks import get
 from intercode.datasets import load_dataset
@@ -43,26 +39,9 @@ def idle_url() -> Iterator[str]:
 
 
 def serve(*options: str) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "intercode", "serve", "openenv", "bash", "--dataset",
-         "bash-demo", "--port", "0", "--warm", "1", "--token-env", TOKEN_VAR, *options],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, TOKEN_VAR: TOKEN})
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 90)
-        line = proc.stdout.readline() if ready else ""
-        if "http://" not in line:
-            proc.kill()
-            pytest.fail(f"the server did not start: {line!r} {proc.communicate()[1][-2000:]}")
-        yield "http://" + line.split("http://", 1)[1].split()[0]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with served(["bash", "--dataset", "bash-demo", "--warm", "1", "--token-env", TOKEN_VAR,
+                 *options], {TOKEN_VAR: TOKEN}) as address:
+        yield address
 
 
 def ws(url: str, query: str = ""):

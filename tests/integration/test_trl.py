@@ -42,25 +42,11 @@ def served_bash_class():
     """The class over ``intercode serve openenv`` (skipped without the openenv extra)."""
     pytest.importorskip("intercode.integrations.serve._openenv_core",
                         reason="the openenv extra is not installed")
-    import select
-    import signal
-    import subprocess
-    import sys
+    from openenv_process import served
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "intercode", "serve", "openenv", "bash", "--dataset",
-         "bash-demo", "--reward", "success", "--port", "0", "--max-sessions", "4"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 90)
-        line = proc.stdout.readline() if ready else ""
-        assert "http://" in line, f"the server did not start: {line!r}"
-        url = "http://" + line.split("http://", 1)[1].split()[0]
+    with served(["bash", "--dataset", "bash-demo", "--reward", "success",
+                 "--max-sessions", "4"]) as url:
         yield environment_class("bash", "bash-demo", reward="success", url=url)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
 
 
 @pytest.mark.parametrize("where", ["in process", "served"])

@@ -7,14 +7,10 @@ test environment has its oldest supported version, scripts/extra-test openenv th
 
 from __future__ import annotations
 
-import os
-import select
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
+import openenv_process
 import pytest
 
 from intercode.benchmarks import get
@@ -28,27 +24,11 @@ TOKEN_VAR = "INTERCODE_TEST_TRL_TOKEN"
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "intercode", "serve", "openenv", "bash", "--dataset",
-         "bash-demo", "--reward", "success", "--port", "0", "--max-sessions", "2",
-         "--warm", "2", "--idle-timeout", "3", "--token-env", TOKEN_VAR],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, TOKEN_VAR: TOKEN})
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 90)
-        line = proc.stdout.readline() if ready else ""
-        if "http://" not in line:
-            proc.kill()
-            pytest.fail(f"the server did not start: {line!r} {proc.communicate()[1][-2000:]}")
-        yield "http://" + line.split("http://", 1)[1].split()[0]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with openenv_process.served(
+            ["bash", "--dataset", "bash-demo", "--reward", "success", "--max-sessions", "2",
+             "--warm", "2", "--idle-timeout", "3", "--token-env", TOKEN_VAR],
+            {TOKEN_VAR: TOKEN}) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
