@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from upstream_server import serve_files
 
 from intercode.datafiles import FILES, DataFile
 from intercode.datasets.registry import _load_registered
@@ -106,37 +105,16 @@ def bird_upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path / "cache"))
     state = BirdUpstream(root, dump)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            state.requests.append(self.path)
-            path = state.root / self.path.lstrip("/")
-            if ".." in self.path or not path.is_file():
-                self.send_error(404)
-                return
-            body = path.read_bytes()
-            if state.body is not None and path.name == "ic_bird_dbs.sql":
-                body = state.body
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def alter(path: Path, body: bytes) -> bytes:
+        return state.body if state.body is not None and path.name == "ic_bird_dbs.sql" else body
 
-        def log_message(self, format: str, *args: object) -> None:  # quiet
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/"
-    monkeypatch.setenv("INTERCODE_DATA_URL", state.url)
-    dump_store.cache_clear()
-    _load_registered.cache_clear()
-    try:
-        yield state
-    finally:
+    with serve_files(root, alter) as served:
+        state.url, state.requests = served.url, served.requests
+        monkeypatch.setenv("INTERCODE_DATA_URL", state.url)
         dump_store.cache_clear()
         _load_registered.cache_clear()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+        try:
+            yield state
+        finally:
+            dump_store.cache_clear()
+            _load_registered.cache_clear()

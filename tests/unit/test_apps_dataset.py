@@ -9,13 +9,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from apps_helpers import PROBLEMS, write_file
+from upstream_server import serve_files
 
 from intercode import fetch
 from intercode.datafiles import FILES
@@ -32,39 +31,15 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[by
     """The test-made file served as upstream's ``data/python/apps/ic_apps.json``."""
     root = tmp_path / "upstream"
     data = write_file(root / FILES["apps"].upstream)
-    requests: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            requests.append(self.path)
-            path = root / self.path.lstrip("/")
-            if not path.is_file():
-                self.send_error(404)
-                return
-            body = path.read_bytes()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
     monkeypatch.delenv("INTERCODE_DATA_MIRROR", raising=False)
     monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("INTERCODE_DATA_URL", f"http://127.0.0.1:{server.server_address[1]}/")
-    registry._load_registered.cache_clear()
-    try:
-        yield data, requests
-    finally:
+    with serve_files(root) as upstream:
+        monkeypatch.setenv("INTERCODE_DATA_URL", upstream.url)
         registry._load_registered.cache_clear()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+        try:
+            yield data, upstream.requests
+        finally:
+            registry._load_registered.cache_clear()
 
 
 def test_the_file_is_pinned_by_its_blob_id() -> None:

@@ -10,11 +10,11 @@ import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from upstream_server import serve_files
 
 from intercode import fetch
 from intercode.datafiles import FILES, REVISION
@@ -85,40 +85,15 @@ def upstream(tmp_path: Path, shared: Path, monkeypatch: pytest.MonkeyPatch,
         _copy(shared, key, root, "upstream")
     state = Upstream(root=root, url="")
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            state.requests.append(self.path)
-            rel = self.path.lstrip("/")
-            path = (state.root / rel).resolve()
-            if not rel or state.root.resolve() not in path.parents or not path.is_file():
-                self.send_error(404)
-                return
-            body = path.read_bytes()
-            if state.mode == "wrong":
-                body = body[:-1] + bytes([body[-1] ^ 0x01])
-            elif state.mode == "long":
-                body = body + b"\n"
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def alter(path: Path, body: bytes) -> bytes:
+        if state.mode == "wrong":
+            return body[:-1] + bytes([body[-1] ^ 0x01])
+        return body + b"\n" if state.mode == "long" else body
 
-        def log_message(self, format: str, *args: object) -> None:  # quiet
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/"
-    monkeypatch.setenv("INTERCODE_DATA_URL", state.url)
-    try:
+    with serve_files(root, alter) as served:
+        state.url, state.requests = served.url, served.requests
+        monkeypatch.setenv("INTERCODE_DATA_URL", state.url)
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture()
