@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -474,6 +475,33 @@ def test_a_client_without_an_event_stream_is_left_to_the_idle_timeout(patient):
         assert tool(4, "execute", code="echo $Y")["output"].strip() == "still"
         assert web.delete(patient.url).status_code < 300
     wait_for(lambda: not patient.bwraps(), 10, "its sandboxes closed on DELETE")
+
+
+def test_sigterm_mid_action_answers_the_call_and_stops_quietly():
+    """SIGTERM while a client's action runs: the call is answered with a one-line tool
+    error, and the server stops without cancelling a request (no "Cancel ... running
+    task(s)" line, no traceback; the helper checks exit status 0 and the traceback)."""
+    with http_server("--env", "bash", "--dataset", "bash-demo", "--max-sessions", "2",
+                     "--warm", "0", token=None) as s:
+
+        async def main() -> tuple[str, str]:
+            async with http_client(s.url, token=None) as client, anyio.create_task_group() as tg:
+                await call(client, "reset", task=0)
+
+                async def stop() -> None:
+                    wait_for(lambda: len(s.bwraps()) == 2, 10, "the sandboxes running")
+                    await anyio.sleep(1.0)  # `sleep 30` runs in the sandbox now
+                    s.proc.send_signal(signal.SIGTERM)
+
+                tg.start_soon(stop)
+                with anyio.fail_after(20):  # the action itself would take 30 s
+                    return await fails(client, "execute", {"code": "sleep 30"})
+
+        code, text = anyio.run(main)
+        assert code == "infrastructure" and "shutting down" in text, text
+        s.proc.wait(20)
+        log = "".join(s.log)
+        assert not any("Cancel" in line or "ERROR" in line for line in s.log), log
 
 
 def test_a_stdio_client_killed_mid_action_takes_its_server_and_sandboxes_along():

@@ -25,6 +25,11 @@ expiry (``idle_timeout`` without a call, the SDK's and the pool's).
 
 The grace periods run in the guard's own tasks, started by the app's lifespan, so they
 hold up no request and no shutdown.
+
+At shutdown (SIGINT, SIGTERM), once the server accepts no more connections,
+:meth:`HttpGuard.stop` answers the calls in flight with an ``infrastructure`` error ("the
+server is shutting down") and ends every SDK session (its event streams close), so
+uvicorn's graceful shutdown finds nothing left to cancel; the sandboxes close after it.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ class _Traffic:
 
 
 EndSession = Callable[[str], Awaitable[None]]
+STOP_ANSWERS = 1.0  # seconds the shutdown waits for the calls it answered to be sent
 
 
 class HttpGuard:
@@ -84,7 +90,8 @@ class HttpGuard:
                  path: str = PATH, reconnect_grace: float = 5.0,
                  endpoint: ASGIApp | None = None, fast: FastCalls | None = None,
                  hosts: HostPolicy | None = None,
-                 end_protocol: EndSession | None = None) -> None:
+                 end_protocol: EndSession | None = None,
+                 protocol_sessions: Callable[[], list[str]] | None = None) -> None:
         self.app = app
         self.hosts = hosts or HostPolicy("127.0.0.1")
         # requests to `path` go straight to `endpoint` (the SDK's session manager), past
@@ -97,6 +104,7 @@ class HttpGuard:
         self.grace = reconnect_grace
         # ends the SDK's session of an id as its DELETE does (None: left to its expiry)
         self.end_protocol = end_protocol
+        self.protocol_sessions = protocol_sessions  # the SDK's session ids (None: unknown)
         self.traffic: dict[str, _Traffic] = {}
         self._requests = 0
         self._tasks: TaskGroup | None = None  # the grace periods' (while the lifespan runs)
@@ -190,6 +198,27 @@ class HttpGuard:
             finally:
                 self._tasks = None
                 tasks.cancel_scope.cancel()
+
+    async def stop(self) -> None:
+        """The server is shutting down (it accepts no more connections): answer the
+        calls in flight (an ``infrastructure`` error), let the answers go out, then end
+        every SDK session, so that no request or event stream is left to cancel. The
+        sandboxes are closed by the service's shutdown, after the server's."""
+        self.service.stop_calls()
+        with anyio.move_on_after(STOP_ANSWERS):  # a call waiting behind another's turn
+            while any(seen.requests for seen in self.traffic.values()):
+                await anyio.sleep(0.01)
+        sids = set(self.traffic) | set(self.protocol_sessions() if self.protocol_sessions
+                                       else ())
+        self.traffic.clear()
+        if self.end_protocol is None:
+            return
+        for sid in sids:
+            try:
+                await self.end_protocol(sid)
+            except Exception:  # its requests are cancelled by the server's shutdown
+                log.warning("session %s: could not end the SDK's session", sid[:8],
+                            exc_info=True)
 
     def _prune(self) -> None:
         """Forget sessions not heard from for twice the idle timeout (they expired)."""
@@ -302,10 +331,15 @@ def build_app(service: McpService, host: str, token: str | None,
         if transport is not None and not transport.is_terminated:
             await transport.terminate()
 
+    def protocol_sessions() -> list[str]:
+        sessions = getattr(manager, "_server_instances", None)
+        return [str(sid) for sid in sessions] if isinstance(sessions, dict) else []
+
     return HttpGuard(app, service, token, reconnect_grace=config.reconnect_grace,
                      endpoint=manager.handle_request,
                      fast=FastCalls(service, manager) if fast else None,
-                     hosts=hosts or HostPolicy(host), end_protocol=end_protocol)
+                     hosts=hosts or HostPolicy(host), end_protocol=end_protocol,
+                     protocol_sessions=protocol_sessions)
 
 
 def untraced(server: Server[Any]) -> None:
@@ -330,6 +364,23 @@ def loop_options() -> dict[str, Any]:
     return {"use_uvloop": True}
 
 
+def _server(config: Any, guard: HttpGuard) -> Any:
+    """A uvicorn server whose shutdown, once no more connections are accepted, first
+    has ``guard`` answer the calls in flight and end the sessions (:meth:`HttpGuard.stop`)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for server in self.servers:
+                server.close()  # no new connection while the sessions end
+            for sock in sockets or []:
+                sock.close()
+            await guard.stop()
+            await super().shutdown(sockets)
+
+    return Server(config)
+
+
 async def serve_http(service: McpService, host: str, port: int, token: str | None,
                      hosts: HostPolicy | None = None) -> None:
     """Serve over streamable HTTP until interrupted (SIGINT, SIGTERM)."""
@@ -338,11 +389,12 @@ async def serve_http(service: McpService, host: str, port: int, token: str | Non
     sock = bind(host, port)
     try:
         await service.start()
-        server = uvicorn.Server(uvicorn.Config(
-            build_app(service, host, token, hosts=hosts), log_config=None, access_log=False,
+        guard = build_app(service, host, token, hosts=hosts)
+        server = _server(uvicorn.Config(
+            guard, log_config=None, access_log=False,
             lifespan="on", timeout_graceful_shutdown=2,
             # bound to loopback or behind a token: no proxy to trust, no headers to add
-            proxy_headers=False, server_header=False))
+            proxy_headers=False, server_header=False), guard)
         print(f"intercode serve mcp: serving {service.config.env} ({service.config.dataset}) "
               f"on {url(sock)}", file=sys.stderr, flush=True)
         # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again

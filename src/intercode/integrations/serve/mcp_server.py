@@ -51,6 +51,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from intercode.datasets import load_dataset
 from intercode.errors import IntercodeError
 from intercode.integrations.serve.sessions import (
+    InfrastructureError,
     NoEpisode,
     ServeConfig,
     ServeError,
@@ -79,6 +80,7 @@ SHUTDOWN_WAIT = 3.0  # seconds to close the sessions at exit; the sandboxes die 
 
 RESOURCE_NOT_FOUND = -32002  # the handshake era's code for a resource it cannot read
 
+SHUTTING_DOWN = "the server is shutting down"
 NEEDS_SESSION = ("this server keeps one episode per MCP session: connect with the initialize "
                  "handshake (protocol 2025-11-25 or older) so the server gives you a session")
 
@@ -139,6 +141,8 @@ class McpService:
         # each pool session's turn (forgotten with the session)
         self.turns: weakref.WeakKeyDictionary[Session, asyncio.Lock] = (
             weakref.WeakKeyDictionary())
+        self.closing = False  # shutting down: calls are answered at once, with an error
+        self.waiting: set[asyncio.Future[Any]] = set()  # calls waiting for their thread
         self.server = self._build_server()
 
     # -- threads ---------------------------------------------------------------------------
@@ -151,6 +155,16 @@ class McpService:
         """Build one environment now (a bad configuration fails before serving); it stays
         warm for the first client."""
         await self.run(self.pool.check)
+
+    def stop_calls(self) -> None:
+        """The server is shutting down: every call waiting for its worker thread is
+        answered now with an ``infrastructure`` error, and so is every later call (the
+        actions still running end with the sandboxes, at :meth:`shutdown`)."""
+        self.closing = True
+        for future in self.waiting:
+            if not future.done():
+                future.set_exception(InfrastructureError(SHUTTING_DOWN))
+        self.waiting.clear()
 
     def shutdown(self, wait: float = SHUTDOWN_WAIT) -> None:
         """Close every session and environment (waiting at most ``wait`` seconds for
@@ -189,6 +203,8 @@ class McpService:
 
     async def end(self, key: str) -> None:
         """The client session ``key`` is gone: free its pool session now."""
+        if self.closing:  # the shutdown closes every session, busy or not
+            return
         session = self.bound.pop(key, None)
         if session is not None:
             try:
@@ -235,6 +251,8 @@ class McpService:
     async def call(self, key: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run ``tool`` for the client session ``key``, after the session's earlier calls
         (they wait for their turn here, on the event loop, not in a worker thread)."""
+        if self.closing:
+            raise InfrastructureError(SHUTTING_DOWN)
         if tool == "reset":
             session = self.bound.get(key)
             if session is None or session.closed:
@@ -261,7 +279,14 @@ class McpService:
         except BaseException:
             turn.release()
             raise
-        return await future
+        if self.closing:  # it waited for its turn past the shutdown's start
+            future.cancel()
+            raise InfrastructureError(SHUTTING_DOWN)
+        self.waiting.add(future)
+        try:
+            return await future
+        finally:
+            self.waiting.discard(future)
 
     def _turn(self, session: Session) -> asyncio.Lock:
         """The lock a session's calls take in turn before a worker thread runs them: one

@@ -96,7 +96,7 @@ class Workers:
             loop, future, call, args, finished = item
             result: Any = None
             error: BaseException | None = None
-            if future.cancelled():  # the caller gave up before it ran
+            if future.done():  # the caller gave up (or was answered) before it ran
                 pass
             elif self._closed:
                 error = RuntimeError("the server is shutting down")
@@ -125,7 +125,7 @@ def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result
 def _set(future: asyncio.Future[Any], result: Any, exc: BaseException | None,
          finished: Callable[[], object] | None) -> None:
     try:
-        if future.cancelled():
+        if future.done():  # cancelled, or answered already (the server is shutting down)
             return
         if exc is not None:
             future.set_exception(exc)
