@@ -44,8 +44,8 @@ from intercode.errors import (
     TaskUnavailable,
 )
 
-__all__ = ["MAX_CODE_CHARS", "NoEpisode", "ServeConfig", "ServeError", "Session", "SessionPool",
-           "UnknownSession"]
+__all__ = ["MAX_CODE_CHARS", "InfrastructureError", "NoEpisode", "ServeConfig", "ServeError",
+           "Session", "SessionPool", "UnknownSession"]
 
 MAX_CODE_CHARS = 1 << 20  # one action: the Gymnasium action space's bound
 
