@@ -17,9 +17,7 @@ from . import proto, shell
 DELAY = 0.005  # s between the request and the freeze
 VERIFY_EVERY = 0.0005  # s between the quick checks after a freeze that stopped processes
 VERIFY_ROUNDS = 50  # then the supervisor's watchdog goes on checking ten times a second
-# s a thaw waits at most for every process to be stopped first (a fork storm on a loaded
-# machine took over 0.2 s to settle, and a child was left stopped)
-SETTLE_TIMEOUT = 1.0
+SETTLE_TIMEOUT = 0.2  # s a thaw waits at most for every process to be stopped first
 HELD_STOP_WAIT = 0.05  # s a freeze waits at most for the held copies it stopped to stop
 
 
