@@ -112,20 +112,14 @@ class ServedEnvironment:
         """Start the episode of ``options["task"]`` (else of a task the server draws);
         on a full server it waits for the first action, and the query is then empty (the
         row's prompt holds it)."""
-        from intercode.integrations.serve.openenv import ServerError
 
         task = (options or {}).get("task")
         self._release()
         self.turns = 0
         self.task = TaskRef(-1 if task is None else int(task))
-        try:
-            return self._start(task), {"task": self.task.index}
-        except ServerError as exc:
-            if exc.code not in ("busy", "unknown_session"):
-                raise
-        except ConnectionError:
-            pass
-        self._release()
+        query = self._try_start(task)
+        if query is not None:
+            return query, {"task": self.task.index}
         self._pending = PendingTask(task)
         if task is None:  # the query is needed now: wait for a session here
             query = self._acquire()
@@ -193,23 +187,32 @@ class ServedEnvironment:
         self.task = TaskRef(int(observation.task) if observation.task is not None else -1)
         return str(observation.query)
 
+    def _try_start(self, task: int | None) -> str | None:
+        """:meth:`_start`, or ``None`` (the client closed) when the server has no free
+        session or cannot be reached now."""
+        from intercode.integrations.serve.openenv import ServerError
+
+        try:
+            return self._start(task)
+        except ServerError as exc:
+            if exc.code not in ("busy", "unknown_session"):
+                raise
+        except ConnectionError:
+            pass
+        self._release()
+        return None
+
     def _acquire(self) -> str:
         """Start the pending episode on a session, waiting for one up to ``wait`` s; the
         task's query."""
-        from intercode.integrations.serve.openenv import ServerError
 
         assert self._pending is not None
         deadline = time.monotonic() + self.wait
         pause = RETRY_PAUSE
         while True:
-            try:
-                return self._start(self._pending.task)
-            except ServerError as exc:
-                if exc.code not in ("busy", "unknown_session"):
-                    raise
-            except ConnectionError:
-                pass
-            self._release_client()
+            query = self._try_start(self._pending.task)
+            if query is not None:
+                return query
             if time.monotonic() + pause > deadline:
                 raise Busy(f"the server at {self.url} has no free session (all in use by "
                            "other rollouts); this action did not run. Try again; a server "
@@ -222,9 +225,6 @@ class ServedEnvironment:
         return float(self._client.evaluate().reward)
 
     def _release(self) -> None:
-        self._release_client()
-
-    def _release_client(self) -> None:
         client, self._client = self._client, None
         if client is not None:
             try:
