@@ -262,6 +262,17 @@ def test_a_thaw_right_after_a_freeze_leaves_no_process_stopped():
         sb.close()
 
 
+def test_a_process_the_agent_stops_stays_stopped_after_a_thaw(box):
+    # a thaw that continued processes then continues, for a second, the new ones left
+    # stopped by a fork in flight: never one the agent stopped itself
+    box.run("(while :; do :; done) & echo $! > /tmp/busy; sleep 1000 & echo $! > /tmp/idle")
+    time.sleep(0.1)  # frozen between the actions
+    out = box.run("kill -STOP $(cat /tmp/idle); sleep 1.5; "
+                  "ps -o stat= -p $(cat /tmp/idle); kill $(cat /tmp/busy)").output
+    assert out.split()[0].startswith("T"), out
+    alive(box)
+
+
 def test_frozen_sandbox_still_answers_diff_hashes_capture_and_exec(box):
     box.run("(while :; do date > /work/clock; done) & sleep 0.2")
     time.sleep(0.05)

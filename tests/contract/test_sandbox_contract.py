@@ -337,7 +337,11 @@ def test_background_process_outlives_its_action_until_close(backend):
     try:
         r = sb.run(f"{sleeper(marker)} & echo started")
         assert r.output == "started\n"
-        assert sb.run("echo next").output == "next\n"
+        # once the sleeper has exec'd (the sandbox freezes a few milliseconds after an
+        # action: a process not yet started then waits for the next one)
+        waited = sb.run(f"until read -rd '' a < /proc/$!/cmdline && [ \"$a\" = {marker} ]; "
+                        "do sleep 0.01; done; echo next")
+        assert waited.output == "next\n"
         assert len(started_pids_with(marker)) == 1
     finally:
         sb.close()
@@ -385,8 +389,11 @@ def test_close_leaves_nothing_behind(backend):
     sb = create_sandbox(backend)
     sb.start()
     sb.load(TREE)
-    sb.run(f"nohup setsid bash -c '{sleeper(marker)}' >/dev/null 2>&1 & disown; "
-           f"echo x > /tmp/{marker}")
+    # the action returns once the sleeper's shell runs (the sandbox freezes a few
+    # milliseconds after an action: a process not yet started then waits for the next)
+    sb.run(f"nohup setsid bash -c ': > /tmp/{marker}.up; {sleeper(marker)}' "
+           f">/dev/null 2>&1 & disown; echo x > /tmp/{marker}; "
+           f"until [ -e /tmp/{marker}.up ]; do sleep 0.01; done")
     assert started_pids_with(marker)
     container = getattr(sb, "_container", None)
     sb.close()

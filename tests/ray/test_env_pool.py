@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 
 from intercode.datasets import load_dataset
@@ -85,13 +88,29 @@ def test_an_infrastructure_fault_is_an_error_not_a_reward(pool):
     assert again.error is None and again.observation
 
 
+def wait_dead(handle: Any, limit: float = 60.0) -> None:
+    """Return once the killed actor ``handle`` answers no call any more."""
+    import ray
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            ray.get(handle.__ray_ready__.remote(), timeout=10)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed actor still answers")
+
+
 def test_a_dead_actor_is_replaced(ray_cluster):
     import ray
 
     with EnvPool("bash", "bash-demo", size=1) as pool:
         pool.reset(tasks=[0])
         pool.gather()
-        ray.kill(pool._slots[0].handle, no_restart=True)
+        handle = pool._slots[0].handle
+        ray.kill(handle, no_restart=True)
+        wait_dead(handle)  # a kill is asynchronous: a call sent at once may still run
         pool.step({0: "ls"})
         (lost,) = pool.poll()
         assert lost.error and "died" in lost.error and lost.reward is None

@@ -19,6 +19,9 @@ VERIFY_EVERY = 0.0005  # s between the quick checks after a freeze that stopped 
 VERIFY_ROUNDS = 50  # then the supervisor's watchdog goes on checking ten times a second
 SETTLE_TIMEOUT = 0.2  # s a thaw waits at most for every process to be stopped first
 HELD_STOP_WAIT = 0.05  # s a freeze waits at most for the held copies it stopped to stop
+# s after a thaw that continued processes when a fork that was in flight may leave its
+# child stopped (see Freezer.recheck)
+RECHECKS = (0.002, 0.01, 0.05, 0.2, 1.0)
 
 
 class Freezer:
@@ -35,6 +38,8 @@ class Freezer:
         self.freeze_n = None  # the host's number of the pending freeze request
         self.watch_soon = False  # processes were continued: the watchdog should look soon
         self.held = set()  # the supervisor's held interpreters (see snaps)
+        self.rechecks = []  # when to look for a child stopped by a fork in flight (recheck)
+        self.known = set()  # the pids there were at the last thaw (see recheck)
 
     def request(self, msg):
         """Handle a ``freeze`` or ``thaw`` request."""
@@ -45,13 +50,15 @@ class Freezer:
             self.freeze_at = time.monotonic() + (
                 min(max(float(delay), 0.0), DELAY) if isinstance(delay, (int, float)) else DELAY)
             self.freeze_n = msg.get("n")
+            self.rechecks = []
         else:
             self.freeze_at = None
             self.thaw()
 
     def due(self):
         """When :meth:`tick` has work next, or ``None``."""
-        times = [t for t in (self.freeze_at, self.verify_at) if t is not None]
+        times = [t for t in (self.freeze_at, self.verify_at, *self.rechecks[:1])
+                 if t is not None]
         return min(times) if times else None
 
     def freeze_due(self, now):
@@ -65,6 +72,9 @@ class Freezer:
             self.freeze(tell=self.freeze_n)
         if self.verify_at is not None and now >= self.verify_at:
             self.step()
+        if self.rechecks and now >= self.rechecks[0]:
+            del self.rechecks[0]
+            self.recheck()
 
     def freeze(self, tell=None):
         """Stop every process of the agent until the next thaw.
@@ -75,6 +85,7 @@ class Freezer:
         was.
         """
         self.frozen = True
+        self.rechecks = []
         self.rounds = 0
         self.stop_held()
         self.step()
@@ -135,7 +146,30 @@ class Freezer:
             self.stopped = False
             self.watch_soon = True  # a fork bomb frozen below the alarm goes on now
             self._settle()
+            self.known = set(shell.states(()))
             shell.thaw(stay=self.held)
+            now = time.monotonic()
+            self.rechecks = [now + delay for delay in RECHECKS]
+
+    def recheck(self):
+        """Continue the processes that a fork in flight at the last thaw left stopped.
+
+        A stop sent to every process while one is in the middle of ``fork`` reaches
+        its child too, when the fork is done; a thaw just before then does not (the
+        child was not there yet), and the child stays stopped for good (a test of the
+        gold hung, on a loaded machine, when a fork storm outlasted :meth:`_settle`).
+        Such a child is new since the thaw and has run no code of its own: those are
+        the processes continued here, a few times after the thaw, until the next
+        freeze. (A process the agent itself stops within the second after a thaw
+        before it has run at all, while processes were stopped between actions, would
+        be continued too.)
+        """
+        for pid, state in shell.states(self.known | {1, os.getpid(), *self.held}).items():
+            if state == b"T" and _never_ran(pid):
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
 
     def _settle(self):
         """Wait until every process has stopped before continuing them.
@@ -149,6 +183,16 @@ class Freezer:
         deadline = time.monotonic() + SETTLE_TIMEOUT
         while not shell.freeze_step(self._idle()) and time.monotonic() < deadline:
             time.sleep(VERIFY_EVERY)
+
+
+def _never_ran(pid):
+    """Whether process ``pid`` has used no CPU time in user mode."""
+    try:
+        data = shell.proc_read("%d/stat" % pid)
+    except OSError:
+        return False
+    fields = data[data.rfind(b")") + 2:].split()
+    return len(fields) > 11 and fields[11] == b"0"
 
 
 def _state(pid):
