@@ -27,7 +27,8 @@ OnRoot = Callable[[dict[str, Any] | None], None]
 
 # RunAborted lives in intercode.errors; it stays importable from here
 __all__ = ["Executor", "ExecutorFactory", "InlineExecutor", "LocalExecutor",
-           "LocalExecutorFactory", "OnRecord", "OnRoot", "RunAborted", "error_record"]
+           "LocalExecutorFactory", "OnRecord", "OnRoot", "RunAborted", "error_record",
+           "worker_context"]
 
 
 class Executor(Protocol):
@@ -70,6 +71,38 @@ class LocalExecutorFactory(ExecutorFactory):
         return LocalExecutor(spec, workers)
 
 
+# what a fork server imports once for all the workers it forks (besides the environment's
+# own module): a worker forked from it starts without importing anything
+_PRELOAD = ("intercode.runner.worker", "intercode.runner.episode", "intercode.envs.factory",
+           "intercode.agents.gold", "intercode.agents.replay", "gymnasium")
+
+
+def worker_context(spec: WorkerSpec) -> Any:
+    """The multiprocessing context workers start from: a fork server that preloaded the
+    modules every worker needs (a worker costs a fork, not an interpreter's start-up and
+    its imports), where the platform has one; else ``spawn``."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    # taken when the server starts: the first run of this process chooses them
+    ctx.set_forkserver_preload([*_PRELOAD, *_env_module(spec.env)])
+    return ctx
+
+
+def _env_module(env: str) -> list[str]:
+    """The module of benchmark ``env``'s environment class, if it is known here."""
+    from intercode.benchmarks import get
+
+    try:
+        target = get(env).env
+    except Exception:  # an unknown benchmark: the worker reports it
+        return []
+    if isinstance(target, str):
+        return [target.split(":", 1)[0]]
+    module = getattr(target, "__module__", None)
+    return [module] if isinstance(module, str) else []
+
+
 @dataclass
 class _Worker:
     wid: int
@@ -87,7 +120,7 @@ class LocalExecutor:
     def __init__(self, spec: WorkerSpec, workers: int) -> None:
         self.spec = spec
         self.workers = max(1, workers)
-        self._ctx = mp.get_context("spawn")
+        self._ctx = worker_context(spec)
         self._pool: list[_Worker] = []
         self._next_id = 0
 
@@ -108,8 +141,11 @@ class LocalExecutor:
         parent, child = self._ctx.Pipe()
         wid = self._next_id
         self._next_id += 1
-        proc = self._ctx.Process(target=worker_main, args=(self.spec, child, wid, os.getpid()),
-                                 daemon=True)
+        # the worker's parent is the fork server (whose death, as the run's, stops it); it
+        # gets the run's environment as it is now, not as the server started with it
+        forked = self._ctx.get_start_method() == "forkserver"
+        proc = self._ctx.Process(target=worker_main, daemon=True, args=(
+            self.spec, child, wid, None if forked else os.getpid(), dict(os.environ)))
         proc.start()
         child.close()
         worker = _Worker(wid, proc, parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -101,14 +102,19 @@ def _watch_parent(parent: int) -> None:
 
 
 def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int,
-                parent: int | None = None) -> None:
+                parent: int | None = None, environ: Mapping[str, str] | None = None) -> None:
     """Serve task indices from ``conn`` until ``None``; send back records.
 
     Messages sent: ``{"record": ...}`` per episode, or ``{"fatal": text}`` when the
     environment cannot be built at all (the run stops). When the parent process dies
-    (``parent`` is its pid), the worker closes its sandboxes and exits quietly.
+    (``parent`` is its pid; ``None``: whichever process started this one), the worker
+    closes its sandboxes and exits quietly. ``environ``: the run's environment variables
+    (a worker forked from a fork server has the server's).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
     try:
         _serve(spec, conn, worker_id, parent if parent is not None else os.getppid())
     except (_Stop, EOFError, BrokenPipeError, ConnectionResetError):
