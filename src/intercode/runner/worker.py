@@ -101,6 +101,22 @@ def _watch_parent(parent: int) -> None:
         raise _Stop
 
 
+def _leave_fork_server() -> None:
+    """Let go of the fork server's "alive" pipe, which each process it forks holds: with
+    it, the server outlived a killed run as long as a worker did, and a worker stopped
+    only when the server did (``PR_SET_PDEATHSIG``): never."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(fd, int):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        server._forkserver_alive_fd = None  # type: ignore[union-attr]
+
+
 def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int,
                 parent: int | None = None, environ: Mapping[str, str] | None = None) -> None:
     """Serve task indices from ``conn`` until ``None``; send back records.
@@ -112,6 +128,8 @@ def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int,
     (a worker forked from a fork server has the server's).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is None:
+        _leave_fork_server()
     if environ is not None:
         os.environ.clear()
         os.environ.update(environ)
