@@ -4,7 +4,8 @@ Run by hand (not a test):  python perf/bench_throughput.py [--parts P,...] [--js
 
 Every figure comes from fresh ``python -m intercode eval`` processes (what a user runs),
 timed from launch to exit; the CPU is that of the whole process tree (the command, its
-workers and their sandboxes: ``RUSAGE_CHILDREN`` once everything is reaped).
+workers and their sandboxes: ``RUSAGE_CHILDREN`` once everything is reaped, this process
+being their subreaper).
 
   workers   the CPU a worker costs: the same 8 gold episodes of ``bash-demo`` run with 1, 2
             and 4 workers; each worker more adds the CPU of its start (the process, its
@@ -48,6 +49,23 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _become_subreaper() -> None:
+    """Orphans of the runs (a fork server outlives its run by a moment) become this
+    process's children, so that their CPU is counted too."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def _reap_orphans() -> None:
+    """Wait for every descendant left (see :func:`_become_subreaper`)."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
 def run_eval(args: list[str]) -> dict[str, Any]:
     """One ``intercode eval`` process: wall and CPU seconds, and its records."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -56,7 +74,9 @@ def run_eval(args: list[str]) -> dict[str, Any]:
         proc = subprocess.run([sys.executable, "-m", "intercode", "eval", *args, "--agent",
                                "gold", "--output", str(out)], env=_env(),
                               capture_output=True, text=True)
-        wall, cpu = time.perf_counter() - start, _children_cpu() - cpu0
+        wall = time.perf_counter() - start
+        _reap_orphans()
+        cpu = _children_cpu() - cpu0
         if proc.returncode != 0:
             raise SystemExit(f"intercode eval {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
         lines = (out / "results.jsonl").read_text().splitlines()
@@ -146,6 +166,7 @@ def main() -> int:
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     parts = args.parts.split(",")
+    _become_subreaper()
     results: dict[str, Any] = {"cores": os.cpu_count(), "load": os.getloadavg()[0]}
     if "workers" in parts:
         results["workers"] = workers_part(args.repeat)

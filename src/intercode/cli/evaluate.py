@@ -71,6 +71,9 @@ def executor(args: argparse.Namespace) -> ExecutorFactory:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """``intercode eval``."""
+    chosen = executor(args)
+    if args.agent != "human":  # its workers' fork server starts importing now
+        chosen.prepare(args.env)
     from intercode.datasets import load_dataset
     from intercode.datasets.registry import is_dataset_file
     from intercode.runner.run import RunConfig, execute, parse_task_ranges
@@ -91,7 +94,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     workers=args.workers, tasks=tasks, max_turns=turns,
                     model=model_config(args), strategy=strategy_options(args),
                     trajectories=args.trajectories, settings=settings(args),
-                    resume=args.resume, executor=executor(args))
+                    resume=args.resume, executor=chosen)
     summary = execute(cfg, progress=not args.no_progress)
     print_summary(summary)
     print(f"results    {Path(args.output) / 'results.jsonl'}")

@@ -51,6 +51,10 @@ class ExecutorFactory(ABC):
     def check(self, agent: str, settings: EnvSettings) -> None:  # noqa: B027 -- none here
         """Refuse, with a :class:`~intercode.errors.ConfigError`, a run it cannot do."""
 
+    def prepare(self, spec_env: str) -> None:  # noqa: B027 -- nothing to prepare here
+        """Start, ahead of the run, what its workers will need (while the run's own
+        checks go on); ``spec_env``: the benchmark."""
+
     def recorded(self) -> dict[str, Any]:
         """Its options as ``config.json`` records them (beside ``"executor"``)."""
         return {}
@@ -66,6 +70,15 @@ class LocalExecutorFactory(ExecutorFactory):
 
     name: ClassVar[str] = "local"
 
+    def prepare(self, spec_env: str) -> None:
+        """Start the fork server now: it imports the workers' modules while the run
+        checks its sandbox and root file system."""
+        ctx = worker_context(spec_env)
+        if ctx.get_start_method() == "forkserver":
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+
     def __call__(self, spec: WorkerSpec, workers: int, on_root: OnRoot) -> Executor:
         """A :class:`LocalExecutor` (the root is this machine's: ``on_root`` unused)."""
         return LocalExecutor(spec, workers)
@@ -77,7 +90,7 @@ _PRELOAD = ("intercode.runner.worker", "intercode.runner.episode", "intercode.en
            "intercode.agents.gold", "intercode.agents.replay", "gymnasium")
 
 
-def worker_context(spec: WorkerSpec) -> Any:
+def worker_context(env: str) -> Any:
     """The multiprocessing context workers start from: a fork server that preloaded the
     modules every worker needs (a worker costs a fork, not an interpreter's start-up and
     its imports), where the platform has one; else ``spawn``."""
@@ -85,7 +98,7 @@ def worker_context(spec: WorkerSpec) -> Any:
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     # taken when the server starts: the first run of this process chooses them
-    ctx.set_forkserver_preload([*_PRELOAD, *_env_module(spec.env)])
+    ctx.set_forkserver_preload([*_PRELOAD, *_env_module(env)])
     return ctx
 
 
@@ -120,7 +133,7 @@ class LocalExecutor:
     def __init__(self, spec: WorkerSpec, workers: int) -> None:
         self.spec = spec
         self.workers = max(1, workers)
-        self._ctx = worker_context(spec)
+        self._ctx = worker_context(spec.env)
         self._pool: list[_Worker] = []
         self._next_id = 0
 

@@ -116,6 +116,8 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
         cfg = dataclasses.replace(cfg, max_turns=DEFAULT_TURNS[cfg.agent])
     dataset = load_dataset(cfg.dataset, cfg.env)
     tasks = _check(cfg, dataset)
+    if cfg.agent != "human":
+        cfg.executor.prepare(cfg.env)
     bench = get(cfg.env)
     backend = bench.sandbox
     if backend is not None:
