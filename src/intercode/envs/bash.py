@@ -120,6 +120,8 @@ class BashEnv(IntercodeEnv):
         self._gold_cache: tuple[BashSnapshot, ExecResult] | None = None
         # the fingerprints of a stored gold result (the gold sandbox then never ran)
         self._gold_diskd: GoldResult | None = None
+        # what the gold's stored results depend on besides the task (see _gold_key)
+        self._gold_key_settings: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         self._gold_disk = (GoldCache() if sandbox is None and gold_store.enabled(gold_cache)
                             else None)
         self._workdir = "/"
@@ -286,16 +288,21 @@ class BashEnv(IntercodeEnv):
         confirm = issue is not None and issue.kind in gold_store.CONFIRMED_KINDS
         if confirm and issue is not None and issue.gold_scores_one is not True:
             return None  # its gold does not even agree with itself
-        return {"confirm": confirm, "kernel": gold_store.kernel_identity(),
+        settings = (self.layout, self.limits, self._root_identity(), self.backend)
+        if self._gold_key_settings is None or self._gold_key_settings[0] != settings:
+            # the same for every task of this environment: made once (asdict is costly)
+            self._gold_key_settings = (settings, {
+                "kernel": gold_store.kernel_identity(), "rootfs": settings[2],
+                "layout": asdict(self.layout), "limits": asdict(self.limits),
+                "upstream_quirks": self.upstream_quirks, "backend": self.backend,
+                "ignored": list(IGNORED_NAMES),
+                "sandbox_code": gold_store.sandbox_code_digest(), "intercode": __version__})
+        return {"confirm": confirm,
                 "task": {"dataset": self.dataset.name, "source": task.source,
                          "source_index": task.source_index,
                          "gold_sha256": hashlib.sha256(task.gold.encode()).hexdigest(),
                          "tree": task_fs(task).id},
-                "rootfs": self._root_identity(),
-                "layout": asdict(self.layout), "limits": asdict(self.limits),
-                "upstream_quirks": self.upstream_quirks, "backend": self.backend,
-                "ignored": list(IGNORED_NAMES), "sandbox_code": gold_store.sandbox_code_digest(),
-                "intercode": __version__}
+                **self._gold_key_settings[1]}  # (never changed: only serialized)
 
     def _root_identity(self) -> str:
         """What the sandboxes' root is: the image a docker sandbox runs (by content),

@@ -152,11 +152,17 @@ def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
+_SEEN_ENTRIES = 4096  # decoded entries a GoldCache keeps in memory (then it starts over)
+
+
 class GoldCache:
     """Entries of one directory (see the module docstring)."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or cache_root()
+        # entries read before, by the file they came from (its path, inode, times and
+        # size): a file replaced or changed since is read again
+        self._seen: dict[tuple[Path, int, int, int, int], tuple[GoldResult, bool]] = {}
 
     def _path(self, key: dict[str, Any]) -> Path:
         name = key_digest(key)
@@ -185,6 +191,9 @@ class GoldCache:
                     or st.st_mode & 0o022 or st.st_size > 64 << 20):
                 log.warning("gold cache: ignoring %s (not a private regular file)", path)
                 return None
+            seen = (path, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+            if seen in self._seen:
+                return self._seen[seen]
             with os.fdopen(os.dup(fd), "rb") as fh:
                 data = fh.read()
         except OSError:
@@ -194,6 +203,10 @@ class GoldCache:
         entry = _decode(data, key)
         if entry is None:
             log.warning("gold cache: ignoring %s (corrupt or another key); recomputing", path)
+            return None
+        if len(self._seen) >= _SEEN_ENTRIES:
+            self._seen.clear()
+        self._seen[seen] = entry
         return entry
 
     def put(self, key: dict[str, Any], entry: GoldResult, confirmed: bool = True) -> None:

@@ -43,7 +43,7 @@ from intercode.errors import ConfigError, SandboxUnavailableError
 __all__ = ["INSTALL_HINT", "PROFILES", "RootFs", "build", "built", "cache_root", "default_root",
            "describe", "find", "make_dirs", "packages", "root_label", "same_root"]
 
-FORMAT = 1
+FORMAT = 2  # 2: the C.UTF-8 locale in an archive (see LOCALE_HOOK)
 SUITE = "bookworm"
 VARIANT = "minbase"
 # scripts/debian-packages.txt without what only the host needs (bubblewrap, the venv)
@@ -249,11 +249,18 @@ def _locked(base: Path) -> Iterator[None]:
         os.close(fd)
 
 
+# The sandboxes run with LANG=C.UTF-8: with the locale in /usr/lib/locale/locale-archive,
+# every program that sets its locale maps one file instead of opening twelve (a bash
+# starts in 0.65 ms of CPU instead of 0.78, an `ls` in 0.89 instead of 1.01). The locale's
+# data is the same (Debian's compiled C.utf8, added by the root's own localedef).
+LOCALE_HOOK = 'chroot "$1" localedef --add-to-archive /usr/lib/locale/C.utf8'
+
+
 def mmdebstrap_command(names: Iterable[str], target: str, mode: str) -> list[str]:
     """The ``mmdebstrap`` command line building ``names`` into ``target``."""
     mirror = os.environ.get("INTERCODE_DEBIAN_MIRROR")
     cmd = ["mmdebstrap", f"--variant={VARIANT}", f"--mode={mode}",
-           f"--include={','.join(names)}", SUITE, target]
+           f"--include={','.join(names)}", f"--customize-hook={LOCALE_HOOK}", SUITE, target]
     if mirror:
         cmd.append(mirror)
     return cmd

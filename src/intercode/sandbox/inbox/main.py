@@ -280,9 +280,11 @@ class Supervisor(snaps.Snapshots):
 
     def op_load(self, msg, blob):
         """Make a new tree pristine (skipped if it is already the loaded one)."""
+        t0 = time.perf_counter()
         self._kill(keep=())
         self.init_snapshots()
         self.freezer.held = self.held
+        t1 = time.perf_counter()
         if msg.get("tree_id") is not None and msg["tree_id"] == self.tree_id:
             stats = self.tree.restore()
         elif "entries" not in msg:
@@ -291,8 +293,11 @@ class Supervisor(snaps.Snapshots):
             self.tree_id = None
             stats = self.tree.load(proto.unpack_entries(msg["entries"], blob))
             self.tree_id = msg.get("tree_id")
+        t2 = time.perf_counter()
         self._spawn_shell(msg.get("cwd", "/"))
-        stats["snapshots_cleared"] = True
+        t3 = time.perf_counter()
+        stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3, spawn_ms=(t3 - t2) * 1e3,
+                     snapshots_cleared=True)
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_reset(self, msg, blob):
