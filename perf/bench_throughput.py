@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import emit
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -121,12 +123,11 @@ def nl2bash_part() -> dict[str, Any]:
 
 def rl_loop(env_name: str, dataset: str, episodes: int) -> dict[str, Any]:
     """Reset to a random task, the gold as the one action, submit; in this process."""
+    from bench_bash import _descendants_cpu_s
+
     from intercode.envs.factory import make_env
     from intercode.envs.settings import EnvSettings
     from intercode.errors import IntercodeError
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_bash import _descendants_cpu_s
 
     env = make_env(env_name, dataset, EnvSettings())
     env.warm_up()
@@ -189,10 +190,7 @@ def main() -> int:
         results["rl"] = {env: rl_loop(env, datasets[env], args.episodes)
                          for env in args.rl_envs.split(",")}
     results["load_after"] = os.getloadavg()[0]
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(results, args.json)
     return 0
 
 

@@ -64,3 +64,11 @@ def timed_run(**config: Any) -> tuple[dict[str, Any], float, list[dict[str, Any]
         wall = time.perf_counter() - start
         lines = (folder / "results.jsonl").read_text().splitlines()
     return summary, wall, [json.loads(line) for line in lines]
+
+
+def emit(results: dict[str, Any], path: str | None) -> None:
+    """Print a benchmark's results as JSON, and write them to ``path`` if given."""
+    text = json.dumps(results, indent=2)
+    print(text)
+    if path:
+        Path(path).write_text(text + "\n")
