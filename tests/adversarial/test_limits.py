@@ -263,13 +263,15 @@ def test_a_thaw_right_after_a_freeze_leaves_no_process_stopped():
 
 
 def test_a_process_the_agent_stops_stays_stopped_after_a_thaw(box):
-    # a thaw that continued processes then continues, for a second, the new ones left
-    # stopped by a fork in flight: never one the agent stopped itself
+    # a thaw that continued processes continues, for a second, the new ones left stopped
+    # by a fork in flight (born since the thaw, less than a clock tick of CPU): never one
+    # the agent stopped that was there at the thaw, or that ran longer
     box.run("(while :; do :; done) & echo $! > /tmp/busy; sleep 1000 & echo $! > /tmp/idle")
     time.sleep(0.1)  # frozen between the actions
-    out = box.run("kill -STOP $(cat /tmp/idle); sleep 1.5; "
-                  "ps -o stat= -p $(cat /tmp/idle); kill $(cat /tmp/busy)").output
-    assert out.split()[0].startswith("T"), out
+    out = box.run("kill -STOP $(cat /tmp/idle); (while :; do :; done) & p=$!; sleep 0.2; "
+                  "kill -STOP $p; sleep 1.5; ps -o stat= -p $(cat /tmp/idle); "
+                  "ps -o stat= -p $p; kill $(cat /tmp/busy) $p; kill -CONT $p").output
+    assert [state[:1] for state in out.split()] == ["T", "T"], out
     alive(box)
 
 

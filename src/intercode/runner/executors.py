@@ -87,7 +87,8 @@ class LocalExecutorFactory(ExecutorFactory):
 # what a fork server imports once for all the workers it forks (besides the environment's
 # own module): a worker forked from it starts without importing anything
 _PRELOAD = ("intercode.runner.worker", "intercode.runner.episode", "intercode.envs.factory",
-           "intercode.agents.gold", "intercode.agents.replay", "gymnasium")
+           "intercode.agents.gold", "intercode.agents.replay", "gymnasium",
+           "intercode.runner.preload")
 
 
 def worker_context(env: str) -> Any:
@@ -155,10 +156,13 @@ class LocalExecutor:
         wid = self._next_id
         self._next_id += 1
         # the worker's parent is the fork server (whose death, as the run's, stops it); it
-        # gets the run's environment as it is now, not as the server started with it
+        # gets the run's environment and umask as they are now, not as the server started
+        # with them
         forked = self._ctx.get_start_method() == "forkserver"
+        umask = os.umask(0)
+        os.umask(umask)
         proc = self._ctx.Process(target=worker_main, daemon=True, args=(
-            self.spec, child, wid, None if forked else os.getpid(), dict(os.environ)))
+            self.spec, child, wid, None if forked else os.getpid(), dict(os.environ), umask))
         proc.start()
         child.close()
         worker = _Worker(wid, proc, parent)

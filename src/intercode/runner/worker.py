@@ -118,23 +118,27 @@ def _leave_fork_server() -> None:
 
 
 def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int,
-                parent: int | None = None, environ: Mapping[str, str] | None = None) -> None:
+                parent: int | None = None, environ: Mapping[str, str] | None = None,
+                umask: int | None = None) -> None:
     """Serve task indices from ``conn`` until ``None``; send back records.
 
     Messages sent: ``{"record": ...}`` per episode, or ``{"fatal": text}`` when the
     environment cannot be built at all (the run stops). When the parent process dies
     (``parent`` is its pid; ``None``: whichever process started this one), the worker
-    closes its sandboxes and exits quietly. ``environ``: the run's environment variables
-    (a worker forked from a fork server has the server's).
+    closes its sandboxes and exits quietly. ``environ`` and ``umask``: the run's (a worker
+    forked from a fork server has the server's).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is None:
+        parent = os.getppid()  # the fork server, still there while we hold its pipe
         _leave_fork_server()
     if environ is not None:
         os.environ.clear()
         os.environ.update(environ)
+    if umask is not None:
+        os.umask(umask)
     try:
-        _serve(spec, conn, worker_id, parent if parent is not None else os.getppid())
+        _serve(spec, conn, worker_id, parent)
     except (_Stop, EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the run is gone or stopped us: nobody to report to, leave quietly
 

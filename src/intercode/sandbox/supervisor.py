@@ -52,7 +52,8 @@ from intercode.sandbox.requests import (
 )
 from intercode.sandbox.shellio import Output, ShellIO
 
-__all__ = ["COMPILED", "RELAY", "SupervisedSandbox", "boot_code", "inbox_sources"]
+__all__ = ["COMPILED", "RELAY", "RELAY_MODULES", "SupervisedSandbox", "boot_code", "inbox_sources",
+           "sources_digest"]
 
 # a snapshot request (they carry the snapshots to forget, see _with_drops)
 D = TypeVar("D", bound=TreeSnapRequest | TreeRestoreRequest | TreeImportRequest)
@@ -115,6 +116,10 @@ COMPILED: dict[tuple[str, str, str], tuple[str, bytes]] = {}
 PROVIDER_OPS = ("exec_apart", "read_file", "write_file")  # see provider_call
 FORKED_ONLY = ("pyvalue", "pyscore", "pyprogram", "pyhold", "pyrepl", "zygote", "sqlconn",
                "sqlsnap", "sqlrepl")
+
+
+# the in-sandbox modules a backend whose pid 1 relays (docker) boots with besides these
+RELAY_MODULES = ("newroot", "link", "relay")
 
 
 @functools.cache

@@ -52,7 +52,13 @@ from intercode.sandbox.layout import (
 )
 from intercode.sandbox.limits import Limits, MiB
 from intercode.sandbox.network import network_mode
-from intercode.sandbox.supervisor import RELAY, SupervisedSandbox, boot_code, inbox_sources
+from intercode.sandbox.supervisor import (
+    RELAY,
+    RELAY_MODULES,
+    SupervisedSandbox,
+    boot_code,
+    inbox_sources,
+)
 
 __all__ = ["DockerSandbox", "default_image"]
 
@@ -89,7 +95,7 @@ _swept = False
 
 def _sources() -> list[list[str]]:
     """The supervisor's modules and the relay, as the boot code reads them (read once)."""
-    return inbox_sources(("newroot", "link", "relay"))
+    return inbox_sources(RELAY_MODULES)
 
 
 def _proc_start(pid: int) -> str | None:

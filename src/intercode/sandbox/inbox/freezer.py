@@ -19,7 +19,7 @@ VERIFY_EVERY = 0.0005  # s between the quick checks after a freeze that stopped 
 VERIFY_ROUNDS = 50  # then the supervisor's watchdog goes on checking ten times a second
 SETTLE_TIMEOUT = 0.2  # s a thaw waits at most for every process to be stopped first
 HELD_STOP_WAIT = 0.05  # s a freeze waits at most for the held copies it stopped to stop
-# s after a thaw that continued processes when a fork that was in flight may leave its
+# s after a thaw that continued processes, when a fork that was in flight may leave its
 # child stopped (see Freezer.recheck)
 RECHECKS = (0.002, 0.01, 0.05, 0.2, 1.0)
 
@@ -50,7 +50,6 @@ class Freezer:
             self.freeze_at = time.monotonic() + (
                 min(max(float(delay), 0.0), DELAY) if isinstance(delay, (int, float)) else DELAY)
             self.freeze_n = msg.get("n")
-            self.rechecks = []
         else:
             self.freeze_at = None
             self.thaw()
@@ -158,11 +157,14 @@ class Freezer:
         its child too, when the fork is done; a thaw just before then does not (the
         child was not there yet), and the child stays stopped for good (a test of the
         gold hung, on a loaded machine, when a fork storm outlasted :meth:`_settle`).
-        Such a child is new since the thaw and has run no code of its own: those are
-        the processes continued here, a few times after the thaw, until the next
-        freeze. (A process the agent itself stops within the second after a thaw
-        before it has run at all, while processes were stopped between actions, would
-        be continued too.)
+        Such a child is new since the thaw and has used less than a clock tick of CPU
+        in user mode: those are the processes continued here, a few times in the
+        second after a thaw that continued processes, until a freeze runs (a freeze
+        merely asked for does not cancel them: a thaw may come before it runs; one
+        that runs stops everything, and its thaw continues everything). Within that
+        second, a process of the agent's born after the thaw and stopped by the agent
+        before it used a tick of CPU would be continued too; one that was there at
+        the thaw, or that ran longer, stays stopped.
         """
         for pid, state in shell.states(self.known | {1, os.getpid(), *self.held}).items():
             if state == b"T" and _never_ran(pid):
@@ -172,7 +174,8 @@ class Freezer:
                     pass
 
     def _settle(self):
-        """Wait until every process has stopped before continuing them.
+        """Wait until every process has stopped before continuing them (at most
+        :data:`SETTLE_TIMEOUT`).
 
         A process in the middle of ``fork`` when ``kill(-1, SIGSTOP)`` comes passes the
         stop on to its child; if ``kill(-1, SIGCONT)`` also comes before the fork is
@@ -186,7 +189,7 @@ class Freezer:
 
 
 def _never_ran(pid):
-    """Whether process ``pid`` has used no CPU time in user mode."""
+    """Whether process ``pid`` has used less than a clock tick of CPU in user mode."""
     try:
         data = shell.proc_read("%d/stat" % pid)
     except OSError:
