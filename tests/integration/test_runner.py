@@ -256,3 +256,15 @@ def test_a_missing_bwrap_is_one_line_and_leaves_no_run_folder(tmp_path):
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and "is not an executable program" in proc.stderr
     assert not out.exists()
+
+
+def test_workers_of_a_later_run_get_its_environment(tmp_path, monkeypatch):
+    """Workers fork from a server the process's first run started: a later run's
+    environment variables still reach its own workers (here: where the gold cache is)."""
+    for name in ("first", "second"):
+        cache = tmp_path / f"cache-{name}"
+        monkeypatch.setenv("INTERCODE_CACHE", str(cache))
+        execute(RunConfig(env="bash", dataset="bash-demo", agent="gold", workers=2,
+                          tasks=(0, 1), output=tmp_path / f"run-{name}"), progress=False)
+        assert list((cache / "gold").rglob("*.json")), \
+            f"the {name} run's workers did not use its INTERCODE_CACHE"
