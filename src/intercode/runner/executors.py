@@ -117,6 +117,19 @@ def _env_module(env: str) -> list[str]:
     return [module] if isinstance(module, str) else []
 
 
+def _umask() -> int | None:
+    """This process's umask, read without setting it (``os.umask`` would, for a moment,
+    in every thread); ``None`` where ``/proc`` does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 @dataclass
 class _Worker:
     wid: int
@@ -159,10 +172,9 @@ class LocalExecutor:
         # gets the run's environment and umask as they are now, not as the server started
         # with them
         forked = self._ctx.get_start_method() == "forkserver"
-        umask = os.umask(0)
-        os.umask(umask)
         proc = self._ctx.Process(target=worker_main, daemon=True, args=(
-            self.spec, child, wid, None if forked else os.getpid(), dict(os.environ), umask))
+            self.spec, child, wid, None if forked else os.getpid(), dict(os.environ),
+            _umask()))
         proc.start()
         child.close()
         worker = _Worker(wid, proc, parent)
