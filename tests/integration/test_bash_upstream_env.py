@@ -18,6 +18,7 @@ TASKS = [
     '{"query": "empty", "gold": "find /w -empty | sort", "setup": "setup.sh"}',
     '{"query": "out", "gold": "mkdir /w/out && echo gold > /w/out/result", "setup": "setup.sh"}',
     '{"query": "dot", "gold": "echo gold > /w/out.txt", "setup": "setup.sh"}',
+    '{"query": "old", "gold": "find /w -type f -mtime +31 -delete", "setup": "setup.sh"}',
 ]
 
 
@@ -79,5 +80,50 @@ def test_file_times_are_the_images_age_at_the_episodes_start(dataset):
             outputs, _ = run(env, 0, young, unread, "cat /w/full/a.txt", unread)
             assert outputs == ["", "/w/full/a.txt\n/w/full/noext\n/w/full/old.txt\n", "a\n",
                                "/w/full/noext\n/w/full/old.txt\n"]  # read: accessed now
+    finally:
+        env.close()
+
+
+def test_the_golds_second_scoring_finds_the_files_its_first_deleted_written_anew(dataset):
+    # upstream reset the gold's container before every scoring: git wrote the deleted
+    # file anew (dated then), so the same gold deleted nothing the second time
+    agent = "find /w -type f -mtime +31 -delete"
+    env = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
+    try:
+        env.reset(options={"task": 3})
+        env.step(agent)
+        first = env.evaluate()
+        assert first.reward == 1.0 and first.info["diff_miss"] == []
+        second = env.evaluate()  # the agent's container was not reset: its deletion stays
+        assert second.info["diff_extra"] == [["w/full/old.txt", "D"]]
+        assert second.reward < 1.0
+        env.reset(options={"task": 3})  # a new episode starts on the image's tree again
+        env.step(agent)
+        assert env.evaluate().reward == 1.0
+    finally:
+        env.close()
+    env = BashEnv(dataset, gold_cache=False)
+    try:
+        env.reset(options={"task": 3})
+        env.step(agent)
+        assert env.evaluate().reward == 1.0 and env.evaluate().reward == 1.0
+    finally:
+        env.close()
+
+
+def test_the_directories_the_images_build_wrote_are_as_old_as_the_image(dataset):
+    listing = "find / -maxdepth 2 -path /proc -prune -o -type d -mmin -60 -print | sort"
+    env = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
+    try:
+        outputs, _ = run(env, 0, listing)
+        young = outputs[0].split()
+        assert {"/", "/tmp", "/var", "/var/log", "/w"} <= set(young)
+        assert "/boot" not in young and "/home" not in young
+    finally:
+        env.close()
+    env = BashEnv(dataset, gold_cache=False)
+    try:
+        outputs, _ = run(env, 0, listing)
+        assert not {"/tmp", "/var/log", "/w"} & set(outputs[0].split())
     finally:
         env.close()

@@ -6,9 +6,11 @@ from intercode.envs.bash import IGNORED_NAMES
 from intercode.envs.bash_upstream import (
     MISSING_MD5DEEP,
     UPSTREAM_AGE_NS,
+    rewritten_by_reset,
     upstream_hashes,
     upstream_tree,
 )
+from intercode.sandbox.base import Change
 from intercode.sandbox.filetree import DIR, FILE, LINK, Entry, FileTree
 from intercode.sandbox.layout import EPOCH_NS
 
@@ -84,3 +86,21 @@ def test_no_sandbox_request_when_every_path_lacks_a_dot():
         raise AssertionError("asked")
 
     assert upstream_hashes(["backup/"], hashes) == {"backup/": MISSING_MD5DEEP}
+
+
+def test_a_reset_writes_anew_what_changed_and_the_directories_holding_changes():
+    before = tree(d("w"), d("w/a"), f("w/a/kept.txt"), f("w/a/edited.txt"), d("w/b"),
+                  f("w/b/gone.txt"), d("w/c"), f("w/c/x.txt"))
+    changes = [Change("w/a/edited.txt", "M"), Change("w/b/gone.txt", "D"),
+               Change("w/c/new/", "??"), Change("w/new.txt", "??")]
+    assert rewritten_by_reset(changes, before) == {
+        "w/a/edited.txt", "w/a", "w/b/gone.txt", "w/b", "w/c", "w"}
+
+
+def test_the_paths_a_reset_wrote_anew_take_their_new_date():
+    before = tree(d("w"), f("w/a.txt"), f("w/old.txt", SET_BY_SCRIPT))
+    later = START + 60 * 1_000_000_000
+    after = upstream_tree(before, START, IGNORED_NAMES, {"w/old.txt": later})
+    times = {e.path: e.mtime_ns for e in after.entries}
+    assert times == {"w": START - UPSTREAM_AGE_NS, "w/a.txt": START - UPSTREAM_AGE_NS,
+                     "w/old.txt": later}

@@ -21,6 +21,8 @@ from intercode.envs import gold_cache as gold_store
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bash_upstream import (
     date_access_times,
+    date_built_dirs,
+    rewritten_by_reset,
     run_like_upstream,
     upstream_hashes,
     upstream_tree,
@@ -127,6 +129,10 @@ class BashEnv(IntercodeEnv):
         self._workdir = "/"
         # --upstream-quirks: the task, the start of its episode and the tree dated from it
         self._upstream_tree: tuple[Task, int, FileTree] | None = None
+        # and the gold container's history in the episode: the paths its resets wrote
+        # anew (with their new date), and those the next scoring's reset will
+        self._gold_redated: dict[str, int] = {}
+        self._gold_rewrites: set[str] = set()
 
     # -- sandboxes -----------------------------------------------------------------------
 
@@ -169,6 +175,7 @@ class BashEnv(IntercodeEnv):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a Bash task")
         if self.upstream_quirks:
             self._upstream_tree = None
+            self._gold_redated, self._gold_rewrites = {}, set()
             self._load_like_upstream(self._sandbox("agent"), task)
         else:
             self._sandbox("agent").load(task_fs(task))
@@ -210,6 +217,12 @@ class BashEnv(IntercodeEnv):
         """Compute the full reward of the current state."""
         if self.task is None:
             raise RewardError("no task loaded")
+        if self._gold_rewrites and self._gold_cache is not None:
+            # --upstream-quirks: upstream's next scoring reset the gold's container, which
+            # wrote anew what the gold changed, and ran the gold again
+            now = time.time_ns()
+            self._gold_redated.update(dict.fromkeys(self._gold_rewrites, now))
+            self._gold_rewrites, self._gold_cache = set(), None
         try:
             agent_box = self._sandbox("agent")
             agent = BashSnapshot(tuple(agent_box.diff(IGNORED_NAMES)), self._last_observation())
@@ -249,7 +262,7 @@ class BashEnv(IntercodeEnv):
                 return self._gold_cache
             box = self._sandbox("gold")
             if self.upstream_quirks:
-                self._load_like_upstream(box, self.task)
+                self._load_like_upstream(box, self.task, self._gold_redated)
             else:
                 box.load(task_fs(self.task))
             saved = self._workdir
@@ -259,20 +272,28 @@ class BashEnv(IntercodeEnv):
                 self._workdir = saved
             snapshot = BashSnapshot(tuple(box.diff(IGNORED_NAMES)), result.observation)
             self._gold_cache = (snapshot, result)
+            if self.upstream_quirks and self._upstream_tree is not None:
+                self._gold_rewrites = rewritten_by_reset(snapshot.changes,
+                                                         self._upstream_tree[2])
             if key is not None:
                 self._store_gold(box, key, snapshot, result)
         return self._gold_cache
 
-    def _load_like_upstream(self, box: Sandbox, task: BashTask) -> None:
+    def _load_like_upstream(self, box: Sandbox, task: BashTask,
+                            redated: dict[str, int] | None = None) -> None:
         """Load the tree the episode of ``task`` started on in upstream's container
-        (:mod:`intercode.envs.bash_upstream`): the same for the agent and the gold."""
+        (:mod:`intercode.envs.bash_upstream`): the same for the agent and the gold, but
+        for the paths the gold container's resets wrote anew (``redated``)."""
         if self._upstream_tree is None or self._upstream_tree[0] is not task:
             start = time.time_ns()
             self._upstream_tree = (task, start, upstream_tree(task_fs(task), start,
                                                               IGNORED_NAMES))
         _task, start, tree = self._upstream_tree
+        if redated:
+            tree = upstream_tree(task_fs(task), start, IGNORED_NAMES, redated)
         box.load(tree)
-        date_access_times(box, tree, start)
+        date_access_times(box, tree, start, redated or ())
+        date_built_dirs(box, start)
 
     def _gold_key(self, task: BashTask) -> dict[str, Any] | None:
         """What decides the gold's result (None: not to be stored or reused; so with
@@ -348,6 +369,8 @@ class BashEnv(IntercodeEnv):
         moved = sandbox_state.copy(state, self._sandbox("agent"), other._sandbox("agent"))
         other._workdir = moved.extra["workdir"]
         other._upstream_tree = self._upstream_tree
+        other._gold_redated = dict(self._gold_redated)
+        other._gold_rewrites = set(self._gold_rewrites)
         other.restore_note = moved.note()
 
     def diff(self) -> list[Change]:

@@ -19,6 +19,20 @@ recorded results. Nothing here runs in the default mode.
   ``-cmin -60``, ``-amin -60`` matched all). Access times are the image's age for
   every entry, also those whose modification time the script set (``touch -m``
   leaves the access time alone): :func:`date_access_times`.
+  The directories the image's build made or changed (``/``, ``/tmp``, ``/var``,
+  ``/var/log``, ``/root``, ...: :data:`BUILT_DIRS`) are as old as the image too
+  (:func:`date_built_dirs`); ``/boot`` and ``/home`` keep the sandbox's old date, as
+  the base image's packages dated them.
+* **The gold's container across turns**: upstream scored every turn, and each scoring
+  reset the gold's container (``git reset --hard``) and ran the gold again. git keeps
+  no times: a file the gold changed or deleted was written anew at the next scoring's
+  reset, dated then, and so was the directory holding anything the gold changed, made
+  or deleted. A gold that depends on file times (``find -mtime +31 -delete``) finds
+  other files at its second run. :func:`rewritten_by_reset` says which paths, and the
+  gold's tree of each later scoring is dated so (``redated`` of :func:`upstream_tree`).
+  The agent's container was reset only between episodes, and upstream's containers
+  lived across episodes: what one episode left to the next is not reproduced (it
+  depends on the order the episodes ran in).
 * **Fingerprints**: the reward compared ``md5sum p`` for a path with a "." and
   ``md5deep -r p`` for the others; the image had no ``md5deep``, so the command failed
   with the same message on both sides and such a path always matched
@@ -29,27 +43,33 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from intercode.sandbox.base import ExecResult, Sandbox
-from intercode.sandbox.filetree import DIR, LINK, FileTree
+from intercode.sandbox.base import Change, ExecResult, Sandbox
+from intercode.sandbox.filetree import DIR, LINK, Entry, FileTree
 from intercode.sandbox.layout import EPOCH_NS
 
-__all__ = ["MISSING_MD5DEEP", "UPSTREAM_AGE_NS", "UPSTREAM_GLOBBING", "date_access_times",
-           "run_like_upstream", "upstream_hashes", "upstream_simplify_path", "upstream_tree"]
+__all__ = ["BUILT_DIRS", "MISSING_MD5DEEP", "UPSTREAM_AGE_NS", "UPSTREAM_GLOBBING",
+           "date_access_times", "date_built_dirs", "rewritten_by_reset", "run_like_upstream",
+           "upstream_hashes", "upstream_simplify_path", "upstream_tree"]
 
 # globbing as in upstream's bash 5.1 (no-op where the option is unknown)
 UPSTREAM_GLOBBING = "shopt -u globskipdots 2>/dev/null; "
 UPSTREAM_AGE_NS = 30 * 60 * 1_000_000_000
+# the sandbox's own directories that upstream's image build made or wrote into
+BUILT_DIRS = ("/", "/media", "/mnt", "/opt", "/root", "/run", "/srv", "/tmp", "/var",
+              "/var/log", "/var/tmp")
 # what ``docker exec`` answered for ``md5deep -r <path>`` in upstream's image (no md5deep)
 MISSING_MD5DEEP = ('OCI runtime exec failed: exec failed: unable to start container process: '
                    'exec: "md5deep": executable file not found in $PATH: unknown\r\n')
 
 
-def upstream_tree(tree: FileTree, start_ns: int, ignored: Sequence[str]) -> FileTree:
+def upstream_tree(tree: FileTree, start_ns: int, ignored: Sequence[str],
+                  redated: Mapping[str, int] | None = None) -> FileTree:
     """``tree`` as an upstream episode starting at ``start_ns`` found it: without the
-    directories ``git clean -fd`` deletes and dated by the image's age (module docstring).
+    directories ``git clean -fd`` deletes and dated by the image's age (module docstring);
+    the paths of ``redated`` dated as it says (rewritten by a later reset).
 
     A directory stays when something below it is a file or a link, or when it or
     something below it has an ignored name (``ignored``: the names of upstream's
@@ -62,19 +82,54 @@ def upstream_tree(tree: FileTree, start_ns: int, ignored: Sequence[str]) -> File
         if entry.kind != DIR or ignored_names.intersection(parts):
             kept.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
     dated = start_ns - UPSTREAM_AGE_NS
-    return FileTree.of(replace(e, mtime_ns=dated) if e.mtime_ns == EPOCH_NS else e
-                       for e in tree.entries if e.kind != DIR or e.path in kept)
+    redated = redated or {}
+
+    def date(e: Entry) -> Entry:
+        if e.path in redated:
+            return replace(e, mtime_ns=redated[e.path])
+        return replace(e, mtime_ns=dated) if e.mtime_ns == EPOCH_NS else e
+
+    return FileTree.of(date(e) for e in tree.entries if e.kind != DIR or e.path in kept)
 
 
-def date_access_times(sandbox: Sandbox, tree: FileTree, start_ns: int) -> None:
+def date_access_times(sandbox: Sandbox, tree: FileTree, start_ns: int,
+                      redated: Collection[str] = ()) -> None:
     """Give the files and directories of ``tree`` (just loaded in ``sandbox`` by
     :func:`upstream_tree` for ``start_ns``) whose modification time the setup script
-    set the image's age as access time: a restore sets both times to the entry's."""
+    set the image's age as access time: a restore sets both times to the entry's
+    (``redated``: paths a reset wrote anew, whose access time is their new date)."""
     dated = start_ns - UPSTREAM_AGE_NS
-    paths = ["/" + e.path for e in tree.entries if e.kind != LINK and e.mtime_ns != dated]
+    paths = ["/" + e.path for e in tree.entries
+             if e.kind != LINK and e.mtime_ns != dated and e.path not in redated]
     if paths:
-        seconds, frac = divmod(dated, 1_000_000_000)
-        sandbox.exec(["touch", "-a", "-c", "-d", f"@{seconds}.{frac:09d}", "--", *paths])
+        sandbox.exec(["touch", "-a", "-c", "-d", _touch_date(dated), "--", *paths])
+
+
+def date_built_dirs(sandbox: Sandbox, start_ns: int) -> None:
+    """Date the sandbox's :data:`BUILT_DIRS` (those it has) as old as upstream's image
+    for an episode starting at ``start_ns``."""
+    sandbox.exec(["touch", "-c", "-d", _touch_date(start_ns - UPSTREAM_AGE_NS), "--",
+                  *BUILT_DIRS])
+
+
+def _touch_date(ns: int) -> str:
+    seconds, frac = divmod(ns, 1_000_000_000)
+    return f"@{seconds}.{frac:09d}"
+
+
+def rewritten_by_reset(changes: Iterable[Change], tree: FileTree) -> set[str]:
+    """The paths of ``tree`` that upstream's reset (``git reset --hard; git clean -fd``)
+    wrote anew after a command made ``changes`` (the sandbox's diff, ``git status``'s
+    lines): each changed or deleted file, and the directory holding anything changed,
+    deleted or made (git writes a file anew and deletes what it does not track)."""
+    known = {e.path for e in tree.entries}
+    paths: set[str] = set()
+    for change in changes:
+        path = change.path.rstrip("/")
+        if change.code != "??":
+            paths.add(path)
+        paths.add(posixpath.dirname(path))
+    return {p for p in paths if p in known}
 
 
 def upstream_hashes(paths: Sequence[str], hashes: Callable[[list[str]], Mapping[str, str]],
