@@ -8,7 +8,9 @@ GPT-3.5 files of ``--fs``.
 
 Each file's episodes are replayed twice, with intercode's persistent shell (the
 default mode) and with ``--upstream-quirks`` (upstream's quote-stripping, stateless
-exec, reset and image: see intercode.envs.bash_upstream). Printed per file, per file
+exec, reset, image and containers that lived from episode to episode: see
+intercode.envs.bash_upstream; on one worker, so that the episodes run in the file's
+order in one environment, as upstream's loop ran them). Printed per file, per file
 system and overall: the share of episodes whose best reward equals the recorded
 ``summary.max_reward`` (within 0.01) in each mode, the share of per-turn scores that
 agree, and the success rates; then every episode either mode disagrees on, with a
@@ -119,7 +121,9 @@ def run_file(path: Path, workers: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         session = replay(fs, path, False, folder, workers)
-        quirks = replay(fs, path, True, folder, workers)
+        # one worker: upstream's containers lived from episode to episode, and quirks
+        # mode keeps that history in an environment (the file's order in one environment)
+        quirks = replay(fs, path, True, folder, 1)
         gold = gold_outputs(fs, folder, workers)
     listed = listed_causes(fs)
     rows = []

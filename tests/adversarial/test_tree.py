@@ -340,3 +340,43 @@ def test_an_earlier_episodes_reads_do_not_change_access_times_or_the_score():
         assert env.evaluate().reward == 1.0
     finally:
         env.close()
+
+
+MTIME_TASK = 32  # nl2bash-fs2: find /system -type f -mtime +31 -exec rm -f {} \;
+
+
+def test_an_earlier_episodes_changes_do_not_date_a_later_episodes_files():
+    """--upstream-quirks keeps upstream's long-lived containers: a file an episode's
+    agent changed or deleted is written anew (dated at the reset) in the next episode of
+    the same environment. That history must never reach the default mode, a fresh
+    environment, nor the gold's side: an agent that deletes or rewrites the old files
+    cannot make them young for a later episode and so change its score."""
+    old = "find /system -type f -mtime +31 | sort"
+    spoil = ("find /system -type f -mtime +31 -delete; touch -d '1 hour ago' /system/*.txt; "
+             "rm -rf /system/folder1")
+    for quirks in (False, True):
+        env = BashEnv("nl2bash-fs2", upstream_quirks=quirks, gold_cache=False)
+        try:
+            env.reset(options={"task": MTIME_TASK})
+            expected, *_ = env.step(old)
+            assert expected.count("\n") >= 3
+            env.step(spoil)
+            env.evaluate()
+            env.reset(options={"task": MTIME_TASK})
+            listing, *_ = env.step(old)
+            if quirks:  # upstream's reset wrote them anew: young in the agent's container
+                assert listing == ""
+            else:
+                assert listing == expected
+            env.step(env.task.gold)  # (quirks: the gold's container deleted them before too)
+            assert env.evaluate().reward == 1.0
+        finally:
+            env.close()
+        fresh = BashEnv("nl2bash-fs2", upstream_quirks=quirks, gold_cache=False)
+        try:
+            fresh.reset(options={"task": MTIME_TASK})
+            assert fresh.step(old)[0] == expected
+            fresh.step(fresh.task.gold)
+            assert fresh.evaluate().reward == 1.0
+        finally:
+            fresh.close()

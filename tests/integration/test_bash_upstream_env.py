@@ -127,3 +127,23 @@ def test_the_directories_the_images_build_wrote_are_as_old_as_the_image(dataset)
         assert not {"/tmp", "/var/log", "/w"} & set(outputs[0].split())
     finally:
         env.close()
+
+
+def test_an_episode_finds_what_earlier_episodes_changed_written_anew(dataset):
+    # upstream's containers lived on: its reset wrote the deleted file anew, dated then
+    old = "find /w -type f -mtime +31 | sort"
+    env = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
+    try:
+        assert run(env, 0, old)[0] == ["/w/full/old.txt\n"]
+        run(env, 3, "rm /w/full/old.txt")
+        assert run(env, 0, old)[0] == [""]  # the agent's container: written anew
+        env.reset(options={"task": 3})  # the gold's container: its earlier scoring
+        env.step("true")
+        assert env.evaluate().info["diff_miss"] == []  # deleted it: now young
+    finally:
+        env.close()
+    fresh = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
+    try:
+        assert run(fresh, 0, old)[0] == ["/w/full/old.txt\n"]
+    finally:
+        fresh.close()

@@ -4,9 +4,10 @@ The list lives in ``data/known_issues.json`` keyed by the upstream source file a
 index, with a kind (``broken_gold``, ``host_dependent``, ``time_dependent``,
 ``nondeterministic``, ``network``) and a reason; ``intercode validate`` checks it
 and reports print it. Its ``_upstream`` section says, by source and index, why
-upstream's recorded result of a task is not what this environment gives with
-``--upstream-quirks`` (the machine, the clock, the state upstream's containers carried
-from one episode to the next): ``perf/fidelity_bash.py`` prints it.
+upstream's result of a task (recorded, or its environment rebuilt and run on the same
+actions) is not what this environment gives with ``--upstream-quirks`` (the machine,
+the clock, the times of the resets of upstream's long-lived containers):
+``perf/fidelity_bash.py`` prints it.
 """
 
 from __future__ import annotations

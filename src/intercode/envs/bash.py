@@ -59,6 +59,12 @@ SandboxFactory = Callable[[Limits], Sandbox]
 EMPTY = FileTree.of([])
 
 
+def _image_of(task: Task) -> tuple[object, ...]:
+    """What upstream's image of ``task`` was made from (its setup script or file system)."""
+    assert isinstance(task, BashTask)
+    return (task.setup_path, task.setup_sha256, task.fs)
+
+
 def task_fs(task: BashTask) -> FileTree:
     """The file system a task starts on: its setup script's (a user dataset), its named
     prepared file system, or, with neither, an empty tree (the sandbox's skeleton only)."""
@@ -129,8 +135,10 @@ class BashEnv(IntercodeEnv):
         self._workdir = "/"
         # --upstream-quirks: the task, the start of its episode and the tree dated from it
         self._upstream_tree: tuple[Task, int, FileTree] | None = None
-        # and the gold container's history in the episode: the paths its resets wrote
-        # anew (with their new date), and those the next scoring's reset will
+        # and the history of upstream's two containers, which lived from episode to
+        # episode: the paths their resets wrote anew (with their new date), and those the
+        # gold container's next reset (at the next scoring) will
+        self._agent_redated: dict[str, int] = {}
         self._gold_redated: dict[str, int] = {}
         self._gold_rewrites: set[str] = set()
 
@@ -174,9 +182,8 @@ class BashEnv(IntercodeEnv):
         if not isinstance(task, BashTask):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a Bash task")
         if self.upstream_quirks:
-            self._upstream_tree = None
-            self._gold_redated, self._gold_rewrites = {}, set()
-            self._load_like_upstream(self._sandbox("agent"), task)
+            self._carry_upstream_history(task)
+            self._load_like_upstream(self._sandbox("agent"), task, self._agent_redated)
         else:
             self._sandbox("agent").load(task_fs(task))
         self._gold_cache = None
@@ -217,7 +224,7 @@ class BashEnv(IntercodeEnv):
         """Compute the full reward of the current state."""
         if self.task is None:
             raise RewardError("no task loaded")
-        if self._gold_rewrites and self._gold_cache is not None:
+        if self._gold_rewrites:
             # --upstream-quirks: upstream's next scoring reset the gold's container, which
             # wrote anew what the gold changed, and ran the gold again
             now = time.time_ns()
@@ -278,6 +285,25 @@ class BashEnv(IntercodeEnv):
             if key is not None:
                 self._store_gold(box, key, snapshot, result)
         return self._gold_cache
+
+    def _carry_upstream_history(self, task: BashTask) -> None:
+        """--upstream-quirks, at a reset: upstream's containers lived on while the tasks
+        shared their image (their file system). Its reset wrote anew what the last
+        episode's agent changed, dated now (:func:`rewritten_by_reset`); another image
+        meant new containers, with no history."""
+        previous, self._upstream_tree = self._upstream_tree, None
+        if previous is None or _image_of(previous[0]) != _image_of(task):
+            self._agent_redated, self._gold_redated, self._gold_rewrites = {}, {}, set()
+            return
+        if self._agent is None or self._booting:  # no episode ran in it
+            return
+        try:
+            changes = self._agent.diff(IGNORED_NAMES)
+        except SandboxError:  # the agent's sandbox is gone: a new container
+            self._agent_redated = {}
+            return
+        now = time.time_ns()
+        self._agent_redated.update(dict.fromkeys(rewritten_by_reset(changes, previous[2]), now))
 
     def _load_like_upstream(self, box: Sandbox, task: BashTask,
                             redated: dict[str, int] | None = None) -> None:
@@ -369,6 +395,7 @@ class BashEnv(IntercodeEnv):
         moved = sandbox_state.copy(state, self._sandbox("agent"), other._sandbox("agent"))
         other._workdir = moved.extra["workdir"]
         other._upstream_tree = self._upstream_tree
+        other._agent_redated = dict(self._agent_redated)
         other._gold_redated = dict(self._gold_redated)
         other._gold_rewrites = set(self._gold_rewrites)
         other.restore_note = moved.note()

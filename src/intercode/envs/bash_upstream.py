@@ -30,9 +30,14 @@ recorded results. Nothing here runs in the default mode.
   or deleted. A gold that depends on file times (``find -mtime +31 -delete``) finds
   other files at its second run. :func:`rewritten_by_reset` says which paths, and the
   gold's tree of each later scoring is dated so (``redated`` of :func:`upstream_tree`).
-  The agent's container was reset only between episodes, and upstream's containers
-  lived across episodes: what one episode left to the next is not reproduced (it
-  depends on the order the episodes ran in).
+* **Containers that lived from episode to episode**: upstream kept its two containers
+  while the tasks shared an image, and reset the agent's only at the start of an
+  episode. So an episode found the files the earlier episodes' agents and golds had
+  changed written anew, dated at the reset after them. An environment keeps that
+  history while its tasks share a file system (a task of another one starts it
+  afresh, as a new image did): a replay reproduces a recorded run when its episodes
+  run in the file's order in one environment (``--workers 1``); with more workers each
+  has its own history, as separate upstream runs had.
 * **Fingerprints**: the reward compared ``md5sum p`` for a path with a "." and
   ``md5deep -r p`` for the others; the image had no ``md5deep``, so the command failed
   with the same message on both sides and such a path always matched
