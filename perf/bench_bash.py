@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import pipe_floor, samples_ms, timed_run
+from common import descendants_cpu_s, pipe_floor, samples_ms, timed_run
 
 
 def timed(fn: Callable[[], object], runs: int, warmup: int = 20) -> dict[str, float]:
@@ -254,28 +254,6 @@ def episode_phases() -> dict[str, object]:
     return out
 
 
-def _descendants_cpu_s() -> float:
-    """CPU seconds of this process's descendants, living ones and those they reaped."""
-    import os
-
-    parents: dict[int, tuple[int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
-    me, ticks = os.getpid(), 0
-    for pid, (_, cpu) in parents.items():
-        up = pid
-        while up in parents and up not in (me, 0, 1):
-            up = parents[up][0]
-        if up == me and pid != me:
-            ticks += cpu
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
 def _shell_times(text: str) -> float:
     """The children's user + system seconds from bash's `times`."""
     import re
@@ -310,14 +288,14 @@ def episode_cpu(cores: int, rounds: int = 3) -> dict[str, object]:
             for index in tasks:
                 spent = {}
                 for phase in phases:
-                    box0, host0 = _descendants_cpu_s(), time.process_time()
+                    box0, host0 = descendants_cpu_s(), time.process_time()
                     if phase == "reset":
                         env.reset(options={"task": index})
                     elif phase == "action":
                         env.step(env.task.gold)
                     else:
                         env.step("submit")
-                    spent[phase] = (time.process_time() - host0, _descendants_cpu_s() - box0)
+                    spent[phase] = (time.process_time() - host0, descendants_cpu_s() - box0)
                 for phase, (h, b) in spent.items():
                     host[phase] += h
                     boxes[phase] += b

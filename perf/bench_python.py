@@ -8,6 +8,12 @@ Run by hand:  python perf/bench_python.py [--runs N] [--json out.json]
   jupyter     ``1+1`` as a Jupyter kernel execute round trip (execute_reply + idle)
   reset       a fresh interpreter (sandbox reset) vs a Jupyter kernel restart
   replay      gold of all 974 MBPP tasks with 2 workers
+  cpu         (--cpu) where an episode's CPU goes (reset to a task, its gold as the one
+              action, submit), on the MBPP tasks whose code is cheap (setup, gold and
+              tests under 0.3 ms here: what is left is ours): this process's and the
+              sandboxes' CPU by phase, the code's own CPU measured apart (the gold run
+              twice, as the agent's action and as the gold, with the tests each time, in
+              this interpreter) and the rest, the overhead per episode
 Targets: step < 0.2 ms and >= 10x faster than Jupyter; reset < 2 ms and
 >= 200x faster than a kernel restart; replay < 10 s.
 """
@@ -20,6 +26,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from common import median_ms, pipe_floor, timed_run
 
@@ -87,6 +94,54 @@ def jupyter_numbers(runs: int) -> dict[str, float]:
         km.shutdown_kernel(now=True)
 
 
+CHEAP_S = 0.0003
+
+
+def _own_cpu_s(task: Any) -> float | None:
+    """CPU seconds of a task's code run once here (setup, gold, each test), or None
+    when it fails in this interpreter."""
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    start = time.process_time()
+    try:
+        exec(task.test_setup_code or "", namespace)
+        exec(task.gold, namespace)
+        for test in task.tests:
+            exec(test, namespace)
+    except Exception:
+        return None
+    return time.process_time() - start
+
+
+def episode_cpu(episodes: int) -> dict[str, object]:
+    """Mean CPU per MBPP episode on the cheap tasks, by phase, and its overhead."""
+    import random
+
+    from common import episode_cpu_split
+
+    from intercode.envs.factory import make_env
+    from intercode.envs.settings import EnvSettings
+
+    env = make_env("python", "mbpp", EnvSettings())
+    env.warm_up()
+    try:
+        cheap = []
+        for index in range(len(env.dataset)):
+            own = _own_cpu_s(env.dataset[index])
+            if own is not None and own < CHEAP_S:
+                cheap.append(index)
+        picks = random.Random(7).choices(cheap, k=episodes)
+        episode_cpu_split(env, picks[:50])  # warm
+        per = episode_cpu_split(env, picks)
+        own_s = sum(2 * (_own_cpu_s(env.dataset[i]) or 0.0) for i in picks)
+    finally:
+        env.close()
+    total = sum(v["host_ms"] + v["sandbox_ms"] for v in per.values())
+    own_ms = 1000 * own_s / len(picks)
+    return {"episodes": len(picks), "cheap_tasks": len(cheap), "phases": per,
+            "episode_cpu_ms": total, "of_which_the_code_ms": own_ms,
+            "of_which_the_rest_ms": total - own_ms}
+
+
 def gold_replay(workers: int) -> dict[str, float]:
     summary, wall, _ = timed_run(env="python", dataset="mbpp", agent="gold", workers=workers)
     return {"replay_wall_s": wall, "replay_episodes_per_s": 974 / wall,
@@ -98,8 +153,18 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-replay", action="store_true")
+    parser.add_argument("--cpu", action="store_true",
+                        help="only where an episode's CPU goes (see the docstring)")
+    parser.add_argument("--episodes", type=int, default=400)
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.cpu:
+        cpu = episode_cpu(args.episodes)
+        for name, value in cpu.items():
+            print(f"{name:28s} {value}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(cpu, indent=2) + "\n")
+        return 0
     results = {"floor_bare_python_ms": bare_floor(args.runs)}
     results.update(sandbox_numbers(args.runs))
     results.update(jupyter_numbers(args.runs))

@@ -9,6 +9,10 @@ Run by hand:  python perf/bench_sql.py [--mysql-url URL] [--runs N] [--json out.
   reset_step  env.reset then a first step (the engine makes the copy after replying
               to the reset, so part of its cost can move to the first step)
   replay      gold replay of all 1034 Spider dev tasks with 2 workers
+  cpu         (--cpu) where an episode's CPU goes on SQLite (reset to a Spider task, its
+              gold as the one action, submit): this process's and the sandbox's CPU by
+              phase, the query's own CPU measured apart (the gold on a plain in-memory
+              copy of its database, here) and the rest, the overhead per episode
 Targets: step overhead < 0.1 ms (SQLite), reset < 0.5 ms, replay < 3 s;
 server: step < 0.3 ms, replay reported.
 """
@@ -19,6 +23,7 @@ import argparse
 import json
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 from common import median_ms, timed_run
@@ -66,6 +71,49 @@ def env_numbers(backend: str, url: str | None, runs: int) -> dict[str, float]:
         env.close()
 
 
+def _query_cpu_s(image: bytes, query: str) -> float:
+    """CPU seconds of ``query`` on a plain in-memory copy of a database image."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.deserialize(image)
+        start = time.process_time()
+        try:
+            conn.execute(query).fetchall()
+        except sqlite3.Error:
+            pass
+        return time.process_time() - start
+    finally:
+        conn.close()
+
+
+def episode_cpu(episodes: int) -> dict[str, object]:
+    """Mean CPU per Spider episode on SQLite, by phase, and its overhead."""
+    import random
+
+    from common import episode_cpu_split
+
+    from intercode.envs.factory import make_env
+    from intercode.envs.settings import EnvSettings
+    from intercode.sql.store import dump_store
+
+    env = make_env("sql", "spider-dev", EnvSettings())
+    env.warm_up()
+    images = dump_store().images
+    try:
+        tasks = list(range(len(env.dataset)))
+        picks = random.Random(7).choices(tasks, k=episodes)
+        episode_cpu_split(env, tasks)  # warm: every gold's result cached, as a run has it
+        per = episode_cpu_split(env, picks)
+        own_s = sum(_query_cpu_s(images[env.dataset[i].db], env.dataset[i].gold)
+                    for i in picks)
+    finally:
+        env.close()
+    total = sum(v["host_ms"] + v["sandbox_ms"] for v in per.values())
+    own_ms = 1000 * own_s / len(picks)
+    return {"episodes": len(picks), "phases": per, "episode_cpu_ms": total,
+            "of_which_the_query_ms": own_ms, "of_which_the_rest_ms": total - own_ms}
+
+
 def replay(backend: str, url: str | None, workers: int) -> dict[str, float]:
     summary, wall, _ = timed_run(env="sql", dataset="spider-dev", agent="gold", workers=workers,
                                  sql_backend=backend, mysql_url=url)
@@ -77,8 +125,18 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--mysql-url", help="also measure the server backend")
+    parser.add_argument("--cpu", action="store_true",
+                        help="only where an episode's CPU goes (see the docstring)")
+    parser.add_argument("--episodes", type=int, default=3000)
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.cpu:
+        cpu = episode_cpu(args.episodes)
+        for name, value in cpu.items():
+            print(f"{name:24s} {value}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(cpu, indent=2) + "\n")
+        return 0
     results: dict[str, dict[str, float]] = {}
     backends = ["sqlite"] + (["mysql"] if args.mysql_url else [])
     for backend in backends:

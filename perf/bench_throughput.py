@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import emit
+from common import descendants_cpu_s, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -123,8 +123,6 @@ def nl2bash_part() -> dict[str, Any]:
 
 def rl_loop(env_name: str, dataset: str, episodes: int) -> dict[str, Any]:
     """Reset to a random task, the gold as the one action, submit; in this process."""
-    from bench_bash import _descendants_cpu_s
-
     from intercode.envs.factory import make_env
     from intercode.envs.settings import EnvSettings
     from intercode.errors import IntercodeError
@@ -145,7 +143,7 @@ def rl_loop(env_name: str, dataset: str, episodes: int) -> dict[str, Any]:
             if time.perf_counter() - start <= 0.5:
                 usable.append(index)
         picks = [rng.choice(usable) for _ in range(episodes)]
-        box0, host0, start = _descendants_cpu_s(), time.process_time(), time.perf_counter()
+        box0, host0, start = descendants_cpu_s(), time.process_time(), time.perf_counter()
         done = 0
         for index in picks:
             env.reset(options={"task": index})
@@ -153,7 +151,7 @@ def rl_loop(env_name: str, dataset: str, episodes: int) -> dict[str, Any]:
             env.step("submit")
             done += 1
         wall = time.perf_counter() - start
-        host, boxes = time.process_time() - host0, _descendants_cpu_s() - box0
+        host, boxes = time.process_time() - host0, descendants_cpu_s() - box0
     finally:
         env.close()
     return {"episodes": done, "tasks_left_out": len(env.dataset) - len(usable),

@@ -72,3 +72,47 @@ def emit(results: dict[str, Any], path: str | None) -> None:
     print(text)
     if path:
         Path(path).write_text(text + "\n")
+
+
+def descendants_cpu_s() -> float:
+    """CPU seconds of this process's descendants, living ones and those they reaped."""
+    parents: dict[int, tuple[int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+    me, ticks = os.getpid(), 0
+    for pid, (_, cpu) in parents.items():
+        up = pid
+        while up in parents and up not in (me, 0, 1):
+            up = parents[up][0]
+        if up == me and pid != me:
+            ticks += cpu
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def episode_cpu_split(env: Any, picks: list[int]) -> dict[str, dict[str, float]]:
+    """Mean CPU per episode (reset to the task, its gold as the one action, submit) of
+    ``picks``, by phase: this process's and its sandboxes' (``descendants_cpu_s``; a
+    process's CPU counts when it is reaped, so an interpreter's shows up at the reset
+    that replaces it: only the whole is exact)."""
+    phases = ("reset", "action", "submit")
+    host = dict.fromkeys(phases, 0.0)
+    boxes = dict.fromkeys(phases, 0.0)
+    for index in picks:
+        for phase in phases:
+            box0, host0 = descendants_cpu_s(), time.process_time()
+            if phase == "reset":
+                env.reset(options={"task": index})
+            elif phase == "action":
+                env.step(env.task.gold)
+            else:
+                env.step("submit")
+            host[phase] += time.process_time() - host0
+            boxes[phase] += descendants_cpu_s() - box0
+    n = len(picks)
+    return {p: {"host_ms": 1000 * host[p] / n, "sandbox_ms": 1000 * boxes[p] / n}
+            for p in phases}

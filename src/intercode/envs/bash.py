@@ -21,9 +21,9 @@ from intercode.envs import gold_cache as gold_store
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bash_upstream import (
     date_access_times,
-    date_built_dirs,
     rewritten_by_reset,
     run_like_upstream,
+    settle_skeleton,
     upstream_hashes,
     upstream_tree,
 )
@@ -319,7 +319,7 @@ class BashEnv(IntercodeEnv):
             tree = upstream_tree(task_fs(task), start, IGNORED_NAMES, redated)
         box.load(tree)
         date_access_times(box, tree, start, redated or ())
-        date_built_dirs(box, start)
+        settle_skeleton(box, tree, start)
 
     def _gold_key(self, task: BashTask) -> dict[str, Any] | None:
         """What decides the gold's result (None: not to be stored or reused; so with

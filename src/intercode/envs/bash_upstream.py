@@ -19,10 +19,11 @@ recorded results. Nothing here runs in the default mode.
   ``-cmin -60``, ``-amin -60`` matched all). Access times are the image's age for
   every entry, also those whose modification time the script set (``touch -m``
   leaves the access time alone): :func:`date_access_times`.
-  The directories the image's build made or changed (``/``, ``/tmp``, ``/var``,
-  ``/var/log``, ``/root``, ...: :data:`BUILT_DIRS`) are as old as the image too
-  (:func:`date_built_dirs`); ``/boot`` and ``/home`` keep the sandbox's old date, as
-  the base image's packages dated them.
+  The directories the image's build made or changed (``/``, ``/var``, ``/var/log``,
+  ``/root``, ...: :data:`BUILT_DIRS`) are as old as the image too; ``/boot`` and
+  ``/home`` keep the sandbox's old date, as the base image's packages dated them.
+  ``/tmp`` and ``/mnt`` are gone: empty, and not ignored, so the first reset's
+  ``git clean -fd`` deleted them (:func:`settle_skeleton`).
 * **The gold's container across turns**: upstream scored every turn, and each scoring
   reset the gold's container (``git reset --hard``) and ran the gold again. git keeps
   no times: a file the gold changed or deleted was written anew at the next scoring's
@@ -55,9 +56,9 @@ from intercode.sandbox.base import Change, ExecResult, Sandbox
 from intercode.sandbox.filetree import DIR, LINK, Entry, FileTree
 from intercode.sandbox.layout import EPOCH_NS
 
-__all__ = ["BUILT_DIRS", "MISSING_MD5DEEP", "UPSTREAM_AGE_NS", "UPSTREAM_GLOBBING",
-           "date_access_times", "date_built_dirs", "rewritten_by_reset", "run_like_upstream",
-           "upstream_hashes", "upstream_simplify_path", "upstream_tree"]
+__all__ = ["BUILT_DIRS", "CLEANED_DIRS", "MISSING_MD5DEEP", "UPSTREAM_AGE_NS",
+           "UPSTREAM_GLOBBING", "date_access_times", "rewritten_by_reset", "run_like_upstream",
+           "settle_skeleton", "upstream_hashes", "upstream_simplify_path", "upstream_tree"]
 
 # globbing as in upstream's bash 5.1 (no-op where the option is unknown)
 UPSTREAM_GLOBBING = "shopt -u globskipdots 2>/dev/null; "
@@ -65,6 +66,8 @@ UPSTREAM_AGE_NS = 30 * 60 * 1_000_000_000
 # the sandbox's own directories that upstream's image build made or wrote into
 BUILT_DIRS = ("/", "/media", "/mnt", "/opt", "/root", "/run", "/srv", "/tmp", "/var",
               "/var/log", "/var/tmp")
+# and those git did not keep: not ignored, empty unless the setup script put files there
+CLEANED_DIRS = ("/mnt", "/tmp")
 # what ``docker exec`` answered for ``md5deep -r <path>`` in upstream's image (no md5deep)
 MISSING_MD5DEEP = ('OCI runtime exec failed: exec failed: unable to start container process: '
                    'exec: "md5deep": executable file not found in $PATH: unknown\r\n')
@@ -110,11 +113,18 @@ def date_access_times(sandbox: Sandbox, tree: FileTree, start_ns: int,
         sandbox.exec(["touch", "-a", "-c", "-d", _touch_date(dated), "--", *paths])
 
 
-def date_built_dirs(sandbox: Sandbox, start_ns: int) -> None:
-    """Date the sandbox's :data:`BUILT_DIRS` (those it has) as old as upstream's image
-    for an episode starting at ``start_ns``."""
+def settle_skeleton(sandbox: Sandbox, tree: FileTree, start_ns: int) -> None:
+    """The sandbox's own directories as upstream's container had them after a reset for
+    an episode starting at ``start_ns`` (``tree`` just loaded): :data:`CLEANED_DIRS`
+    that hold nothing of the tree deleted, the rest of :data:`BUILT_DIRS` (those the
+    sandbox has) dated as old as the image."""
+    used = {"/" + e.path.split("/", 1)[0] for e in tree.entries}
+    gone = [d for d in CLEANED_DIRS if d not in used]
+    dated = [d for d in BUILT_DIRS if d not in gone]
     sandbox.exec(["touch", "-c", "-d", _touch_date(start_ns - UPSTREAM_AGE_NS), "--",
-                  *BUILT_DIRS])
+                  *dated])
+    if gone:
+        sandbox.exec(["rmdir", "--", *gone])
 
 
 def _touch_date(ns: int) -> str:
