@@ -380,3 +380,32 @@ def test_an_earlier_episodes_changes_do_not_date_a_later_episodes_files():
             assert fresh.evaluate().reward == 1.0
         finally:
             fresh.close()
+
+
+
+def test_a_pooled_quirks_environment_carries_no_history_to_the_next_borrower():
+    """A server session (or an Inspect sample) borrows a warm environment from a pool:
+    the history --upstream-quirks keeps (file times of upstream's long-lived containers)
+    must not reach the next borrower, who would otherwise find the old files young."""
+    from intercode.envs.pool import WarmPool
+    from intercode.envs.settings import EnvSettings
+
+    old = "find /system -type f -mtime +31 | sort"
+    key = ("bash", "nl2bash-fs2", EnvSettings(upstream_quirks=True))
+    pool = WarmPool()
+    try:
+        env = pool.borrow(key)
+        env.reset(options={"task": MTIME_TASK})
+        expected, *_ = env.step(old)
+        env.step("find /system -type f -mtime +31 -delete")
+        env.evaluate()
+        pool.give_back(key, env)
+        again = pool.borrow(key)
+        assert again is env
+        again.reset(options={"task": MTIME_TASK})
+        assert again.step(old)[0] == expected and expected.count("\n") >= 3
+        again.step(again.task.gold)
+        assert again.evaluate().reward == 1.0
+        pool.give_back(key, again)
+    finally:
+        pool.close()

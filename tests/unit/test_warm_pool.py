@@ -15,6 +15,10 @@ class Fake:
         self.task: Any = type("T", (), {"index": 3})()
         self.resets: list[Any] = []
         self.closed = False
+        self.forgot = 0
+
+    def forget_history(self) -> None:
+        self.forgot += 1
 
     def reset(self, **kwargs: Any) -> None:
         if self.fail_reset:
@@ -41,6 +45,7 @@ def test_an_environment_given_back_is_lent_again_only_for_its_key() -> None:
     assert pool.borrow(OTHER, lambda: built) is built
     assert pool.borrow(KEY, lambda: env(Fake())) is env(a)
     assert not a.resets and not a.closed  # not scrubbed: the next episode resets it
+    assert a.forgot == 1  # but what its episodes leave to later ones is forgotten
 
 
 def test_broken_environments_and_those_past_the_bound_are_closed() -> None:

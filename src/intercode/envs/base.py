@@ -229,6 +229,12 @@ class IntercodeEnv(gym.Env[str, str]):
                 f"the observation space holds {limit}")[:limit]
         return text[:limit - len(note)] + note
 
+    def forget_history(self) -> None:
+        """Forget what this environment's earlier episodes leave to its later ones: a
+        pool calls it before lending the environment to another borrower. Nothing but
+        ``--upstream-quirks`` Bash keeps anything (the history of upstream's long-lived
+        containers, see :mod:`intercode.envs.bash_upstream`)."""
+
     # -- snapshots (see intercode.envs.snapshot) ----------------------------------------
 
     def save_state(self) -> ExecState:

@@ -400,6 +400,11 @@ class BashEnv(IntercodeEnv):
         other._gold_rewrites = set(self._gold_rewrites)
         other.restore_note = moved.note()
 
+    def forget_history(self) -> None:
+        """The next episode starts as in a new pair of upstream containers."""
+        self._upstream_tree = None
+        self._agent_redated, self._gold_redated, self._gold_rewrites = {}, {}, set()
+
     def diff(self) -> list[Change]:
         """The agent's changes to the file system so far."""
         return self._sandbox("agent").diff(IGNORED_NAMES)

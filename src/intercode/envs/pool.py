@@ -2,8 +2,9 @@
 Inspect's samples): the next borrower pays a reset (milliseconds), never a sandbox start.
 
 Environments are kept by (benchmark, dataset, settings). Every episode starts with a
-reset, which restores the pristine state and kills every process the last one left, so a
-returned environment carries nothing from one borrower to the next. A broken environment
+reset, which restores the pristine state and kills every process the last one left, and
+a returned environment forgets what its episodes leave to later ones
+(``forget_history``), so it carries nothing from one borrower to the next. A broken environment
 (an infrastructure error, or the agent broke its own sandbox) is closed, never lent again.
 """
 
@@ -52,6 +53,8 @@ class WarmPool:
         """Take ``env`` back to lend it again (a broken one, or one past ``keep``, or any
         after :meth:`shutdown`, is closed instead)."""
         keep = not broken and self._has_room(key)
+        if keep:
+            env.forget_history()  # nothing of this borrower's episodes reaches the next
         if keep and self.scrub and env.task is not None:
             try:  # end what the last episode left running now, not at the next reset
                 env.reset(options={"task": env.task.index})

@@ -92,6 +92,7 @@ class EnvPool:
             self.lent -= 1
             keep = not self.closed and env.environment is not None
             if keep:
+                env.environment.forget_history()  # nothing reaches the next rollout
                 self.idle.append(env)
         if not keep:
             _close(env)
