@@ -151,3 +151,19 @@ def test_an_episode_finds_what_earlier_episodes_changed_written_anew(dataset):
         assert run(fresh, 0, old)[0] == ["/w/full/old.txt\n"]
     finally:
         fresh.close()
+
+
+def test_commands_get_the_environment_docker_exec_gave_upstreams(dataset):
+    env = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
+    try:
+        outputs, _ = run(env, 0, "env | cut -d= -f1 | sort | tr '\\n' ' '; echo ~",
+                         "locale 2>&1 | grep LC_CTYPE")
+        assert outputs == ["HOME HOSTNAME PATH PWD SHLVL _ /root\n", 'LC_CTYPE="POSIX"\n']
+    finally:
+        env.close()
+    env = BashEnv(dataset, gold_cache=False)
+    try:
+        outputs, _ = run(env, 0, "echo $LANG ~")
+        assert outputs == ["C.UTF-8 /home/agent\n"]
+    finally:
+        env.close()

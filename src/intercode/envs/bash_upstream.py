@@ -7,7 +7,9 @@ recorded results. Nothing here runs in the default mode.
 
 * **Actions**: each one a fresh ``/bin/bash -c "<action>"``, split by Docker's argument
   splitting (an inner double quote ends the quoted argument), ``cd`` emulated in Python
-  (:func:`run_like_upstream`), globbing as in the image's bash 5.1.
+  (:func:`run_like_upstream`), globbing as in the image's bash 5.1, with the environment
+  ``docker exec`` gave it as root: ``PATH``, ``HOSTNAME``, ``HOME=/root`` and nothing
+  else, so no locale (:data:`UPSTREAM_EXEC_ENV`).
 * **Empty directories**: the reset was ``git reset --hard; git clean -fd``. git does not
   track directories, so every directory holding no file, link or ignored entry was
   deleted by the first reset (:func:`upstream_tree`).
@@ -54,11 +56,12 @@ from dataclasses import replace
 
 from intercode.sandbox.base import Change, ExecResult, Sandbox
 from intercode.sandbox.filetree import DIR, LINK, Entry, FileTree
-from intercode.sandbox.layout import EPOCH_NS
+from intercode.sandbox.layout import EPOCH_NS, PATH
 
 __all__ = ["BUILT_DIRS", "CLEANED_DIRS", "MISSING_MD5DEEP", "UPSTREAM_AGE_NS",
-           "UPSTREAM_GLOBBING", "date_access_times", "rewritten_by_reset", "run_like_upstream",
-           "settle_skeleton", "upstream_hashes", "upstream_simplify_path", "upstream_tree"]
+           "UPSTREAM_EXEC_ENV", "UPSTREAM_GLOBBING", "date_access_times", "rewritten_by_reset",
+           "run_like_upstream", "settle_skeleton", "upstream_hashes", "upstream_simplify_path",
+           "upstream_tree"]
 
 # globbing as in upstream's bash 5.1 (no-op where the option is unknown)
 UPSTREAM_GLOBBING = "shopt -u globskipdots 2>/dev/null; "
@@ -66,6 +69,10 @@ UPSTREAM_AGE_NS = 30 * 60 * 1_000_000_000
 # the sandbox's own directories that upstream's image build made or wrote into
 BUILT_DIRS = ("/", "/media", "/mnt", "/opt", "/root", "/run", "/srv", "/tmp", "/var",
               "/var/log", "/var/tmp")
+# what ``docker exec`` gave a command in upstream's container (as root): these variables
+# and no other (no locale: the POSIX one), through env(1), which execs the command
+UPSTREAM_EXEC_ENV = ("/usr/bin/env", "-i", f"PATH={PATH}", "HOSTNAME=intercode",
+                     "HOME=/root")
 # and those git did not keep: not ignored, empty unless the setup script put files there
 CLEANED_DIRS = ("/mnt", "/tmp")
 # what ``docker exec`` answered for ``md5deep -r <path>`` in upstream's image (no md5deep)
@@ -178,7 +185,7 @@ def run_like_upstream(sandbox: Sandbox, action: str, workdir: str,
         # upstream's image had bash 5.1, where `.*` matches `.` and `..` (5.2's
         # globskipdots); on the same line, so error messages keep their line numbers
         argv[2] = UPSTREAM_GLOBBING + argv[2]
-    result = sandbox.exec(argv, cwd=run_in)
+    result = sandbox.exec([*UPSTREAM_EXEC_ENV, *argv], cwd=run_in)
     if result.timed_out:
         return ExecResult(output="Command timed out", exit_code=None, timed_out=True,
                           cwd=run_in), workdir
