@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import descendants_cpu_s, pipe_floor, samples_ms, timed_run
+from common import episode_cpu_split, pipe_floor, samples_ms, timed_run
 
 
 def timed(fn: Callable[[], object], runs: int, warmup: int = 20) -> dict[str, float]:
@@ -269,9 +269,6 @@ def episode_cpu(cores: int, rounds: int = 3) -> dict[str, object]:
 
     env = BashEnv("nl2bash", backend="bwrap")
     env.warm_up()
-    phases = ("reset", "action", "submit")
-    host = dict.fromkeys(phases, 0.0)
-    boxes = dict.fromkeys(phases, 0.0)
     commands, count, slow = 0.0, 0, []
     try:
         for _ in range(2):  # fills the gold cache (twice: some results are confirmed first)
@@ -284,22 +281,9 @@ def episode_cpu(cores: int, rounds: int = 3) -> dict[str, object]:
                     slow.append(index)
         tasks = [i for i in range(len(env.dataset)) if i not in slow
                  and env._gold_key(env.dataset[i]) is not None]  # cached: the gold never runs
-        for _ in range(rounds):  # the episodes as they are: nothing but theirs in them
-            for index in tasks:
-                spent = {}
-                for phase in phases:
-                    box0, host0 = descendants_cpu_s(), time.process_time()
-                    if phase == "reset":
-                        env.reset(options={"task": index})
-                    elif phase == "action":
-                        env.step(env.task.gold)
-                    else:
-                        env.step("submit")
-                    spent[phase] = (time.process_time() - host0, descendants_cpu_s() - box0)
-                for phase, (h, b) in spent.items():
-                    host[phase] += h
-                    boxes[phase] += b
-                count += 1
+        # the episodes as they are: nothing but theirs in them
+        per = episode_cpu_split(env, [index for _ in range(rounds) for index in tasks])
+        count = rounds * len(tasks)
         for index in tasks:  # apart: the gold's commands, by the shell's `times` around them
             env.reset(options={"task": index})
             before = _shell_times(env.step("times")[0])
@@ -308,8 +292,6 @@ def episode_cpu(cores: int, rounds: int = 3) -> dict[str, object]:
             env.step("submit")
     finally:
         env.close()
-    per = {p: {"host_ms": 1000 * host[p] / count, "sandbox_ms": 1000 * boxes[p] / count}
-           for p in phases}
     total = sum(v["host_ms"] + v["sandbox_ms"] for v in per.values())
     # (the phases' split of the sandbox's CPU is rough: a process's CPU is counted when it
     # is reaped, so the shell's own shows up at the reset that replaces it)

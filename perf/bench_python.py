@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import median_ms, pipe_floor, timed_run
+from common import emit, median_ms, pipe_floor, timed_run
 
 LOOP = ("import sys\nns = {}\nfor line in sys.stdin:\n    src = line.replace('\\\\n', '\\n')\n"
         "    try:\n        v = eval(src, ns)\n        print(repr(v))\n    except SyntaxError:\n"
@@ -159,11 +159,7 @@ def main() -> int:
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.cpu:
-        cpu = episode_cpu(args.episodes)
-        for name, value in cpu.items():
-            print(f"{name:28s} {value}")
-        if args.json:
-            Path(args.json).write_text(json.dumps(cpu, indent=2) + "\n")
+        emit(episode_cpu(args.episodes), args.json)
         return 0
     results = {"floor_bare_python_ms": bare_floor(args.runs)}
     results.update(sandbox_numbers(args.runs))

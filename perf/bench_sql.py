@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import median_ms, timed_run
+from common import emit, median_ms, timed_run
 
 
 def bare(backend: str, url: str | None, runs: int) -> float:
@@ -131,11 +131,7 @@ def main() -> int:
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.cpu:
-        cpu = episode_cpu(args.episodes)
-        for name, value in cpu.items():
-            print(f"{name:24s} {value}")
-        if args.json:
-            Path(args.json).write_text(json.dumps(cpu, indent=2) + "\n")
+        emit(episode_cpu(args.episodes), args.json)
         return 0
     results: dict[str, dict[str, float]] = {}
     backends = ["sqlite"] + (["mysql"] if args.mysql_url else [])

@@ -88,8 +88,7 @@ def test_the_golds_second_scoring_finds_the_files_its_first_deleted_written_anew
     # upstream reset the gold's container before every scoring: git wrote the deleted
     # file anew (dated then), so the same gold deleted nothing the second time
     agent = "find /w -type f -mtime +31 -delete"
-    env = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
-    try:
+    with BashEnv(dataset, upstream_quirks=True, gold_cache=False) as env:
         env.reset(options={"task": 3})
         env.step(agent)
         first = env.evaluate()
@@ -97,24 +96,18 @@ def test_the_golds_second_scoring_finds_the_files_its_first_deleted_written_anew
         second = env.evaluate()  # the agent's container was not reset: its deletion stays
         assert second.info["diff_extra"] == [["w/full/old.txt", "D"]]
         assert second.reward < 1.0
-        env.reset(options={"task": 3})  # a new episode starts on the image's tree again
+        env.reset(options={"task": 3})  # next episode: both containers wrote it anew
         env.step(agent)
         assert env.evaluate().reward == 1.0
-    finally:
-        env.close()
-    env = BashEnv(dataset, gold_cache=False)
-    try:
+    with BashEnv(dataset, gold_cache=False) as env:
         env.reset(options={"task": 3})
         env.step(agent)
         assert env.evaluate().reward == 1.0 and env.evaluate().reward == 1.0
-    finally:
-        env.close()
 
 
 def test_the_directories_the_images_build_wrote_are_as_old_as_the_image_or_gone(dataset):
     listing = "find / -maxdepth 2 -path /proc -prune -o -type d -mmin -60 -print | sort"
-    env = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
-    try:
+    with BashEnv(dataset, upstream_quirks=True, gold_cache=False) as env:
         outputs, _ = run(env, 0, listing, "ls -d /tmp /mnt /var/tmp 2>&1")
         young = outputs[0].split()
         assert {"/", "/var", "/var/log", "/w"} <= set(young)
@@ -122,48 +115,31 @@ def test_the_directories_the_images_build_wrote_are_as_old_as_the_image_or_gone(
         # empty and not ignored: git clean -fd deleted them at upstream's first reset
         assert "/tmp" not in young and "cannot access '/tmp'" in outputs[1]
         assert "cannot access '/mnt'" in outputs[1] and "\n/var/tmp\n" in outputs[1]
-    finally:
-        env.close()
-    env = BashEnv(dataset, gold_cache=False)
-    try:
+    with BashEnv(dataset, gold_cache=False) as env:
         outputs, _ = run(env, 0, listing, "ls -d /tmp /mnt")
         assert not {"/tmp", "/var/log", "/w"} & set(outputs[0].split())
         assert outputs[1] == "/mnt\n/tmp\n"
-    finally:
-        env.close()
 
 
 def test_an_episode_finds_what_earlier_episodes_changed_written_anew(dataset):
     # upstream's containers lived on: its reset wrote the deleted file anew, dated then
     old = "find /w -type f -mtime +31 | sort"
-    env = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
-    try:
+    with BashEnv(dataset, upstream_quirks=True, gold_cache=False) as env:
         assert run(env, 0, old)[0] == ["/w/full/old.txt\n"]
         run(env, 3, "rm /w/full/old.txt")
         assert run(env, 0, old)[0] == [""]  # the agent's container: written anew
         env.reset(options={"task": 3})  # the gold's container: its earlier scoring
         env.step("true")
         assert env.evaluate().info["diff_miss"] == []  # deleted it: now young
-    finally:
-        env.close()
-    fresh = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
-    try:
+    with BashEnv(dataset, upstream_quirks=True, gold_cache=False) as fresh:
         assert run(fresh, 0, old)[0] == ["/w/full/old.txt\n"]
-    finally:
-        fresh.close()
 
 
 def test_commands_get_the_environment_docker_exec_gave_upstreams(dataset):
-    env = BashEnv(dataset, upstream_quirks=True, gold_cache=False)
-    try:
+    with BashEnv(dataset, upstream_quirks=True, gold_cache=False) as env:
         outputs, _ = run(env, 0, "env | cut -d= -f1 | sort | tr '\\n' ' '; echo ~",
                          "locale 2>&1 | grep LC_CTYPE")
         assert outputs == ["HOME HOSTNAME PATH PWD SHLVL _ /root\n", 'LC_CTYPE="POSIX"\n']
-    finally:
-        env.close()
-    env = BashEnv(dataset, gold_cache=False)
-    try:
+    with BashEnv(dataset, gold_cache=False) as env:
         outputs, _ = run(env, 0, "echo $LANG ~")
         assert outputs == ["C.UTF-8 /home/agent\n"]
-    finally:
-        env.close()
