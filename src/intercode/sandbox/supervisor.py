@@ -36,7 +36,7 @@ from importlib import resources
 from typing import Any, TypeVar, cast
 
 from intercode.errors import SandboxError, SandboxUnavailableError, SnapshotError
-from intercode.sandbox import base, fdwait, ptyshare
+from intercode.sandbox import base, bootcache, fdwait, ptyshare
 from intercode.sandbox.base import Change, ExecResult
 from intercode.sandbox.channel import Channel
 from intercode.sandbox.filetree import Entry, FileTree
@@ -300,6 +300,22 @@ class SupervisedSandbox(base.Sandbox, base.Snapshots):
         return (f"{type(self).__name__}:{self.python}", str(self.layout.rootfs),
                 sources_digest())
 
+    def _compiled_code(self) -> tuple[str, bytes, bool]:
+        """The modules compiled for this sandbox's key, kept by this process or an
+        earlier one (:mod:`intercode.sandbox.bootcache`; ``("", b"")``: none), and
+        whether to ask the sandbox for its own: with none, or with those of an earlier
+        process (a Python updated in place: the sandbox compiles, and the cache is
+        renewed with its modules)."""
+        key = self._code_key()
+        found = COMPILED.get(key)
+        if found is not None:
+            return found[0], found[1], False
+        kept = bootcache.load(key)
+        if kept is None:
+            return "", b"", True
+        COMPILED[key] = kept
+        return kept[0], kept[1], True
+
     def _keep_code(self, ready: dict[str, Any]) -> None:
         """Keep the compiled modules a freshly booted sandbox handed over (see
         :func:`boot_code`), only if this start asked for them."""
@@ -308,9 +324,11 @@ class SupervisedSandbox(base.Sandbox, base.Snapshots):
         code, version = ready.get("code"), ready.get("version")
         if isinstance(code, str) and isinstance(version, str) and version:
             try:
-                COMPILED[self._code_key()] = (version, base64.b64decode(code, validate=True))
+                blob = base64.b64decode(code, validate=True)
             except ValueError:
                 return
+            COMPILED[self._code_key()] = (version, blob)
+            bootcache.store(self._code_key(), version, blob)
 
     def _forget_run(self) -> None:
         """Drop what belonged to the sandbox just closed (a start begins afresh)."""

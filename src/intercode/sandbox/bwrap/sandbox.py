@@ -25,7 +25,7 @@ from intercode.sandbox.inbox import proto
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
 from intercode.sandbox.shellio import ShellIO
-from intercode.sandbox.supervisor import COMPILED, SupervisedSandbox, boot_code, inbox_sources
+from intercode.sandbox.supervisor import SupervisedSandbox, boot_code, inbox_sources
 
 __all__ = ["BwrapSandbox"]
 
@@ -171,9 +171,8 @@ class BwrapSandbox(SupervisedSandbox):
         if os.geteuid() == 0:
             run_as = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
         try:
-            version, compiled = COMPILED.get(self._code_key(), ("", b""))
+            version, compiled, self._code_asked = self._compiled_code()
             cfg = self._config(inside)
-            self._code_asked = not compiled
             if self._code_asked:
                 cfg["send_code"] = True
             proto.write_all(inside["cfg"],
