@@ -409,3 +409,64 @@ def test_a_pooled_quirks_environment_carries_no_history_to_the_next_borrower():
         pool.give_back(key, again)
     finally:
         pool.close()
+
+
+GOLD_32 = r"find /system -type f -mtime +31 -exec rm -f {} \;"
+
+
+def test_extra_scorings_do_not_move_the_golds_history_in_quirks_mode():
+    """Upstream scored once a turn, after the turn's action, and each scoring re-ran the
+    gold on a reset container (so a time-dependent gold changes from one turn to the
+    next). A scoring the agent asks for at turn 0, or a second one in a turn (an
+    ``evaluate`` tool, the baseline reward), must not count as one of upstream's: it
+    would let the agent choose what the gold does."""
+    def solved(first: str | None, repeat: int) -> float:
+        with BashEnv("nl2bash-fs2", upstream_quirks=True, gold_cache=False) as env:
+            env.reset(options={"task": MTIME_TASK})
+            for _ in range(repeat if first == "evaluate" else 0):
+                env.evaluate()
+            env.step(GOLD_32)
+            for _ in range(repeat if first == "after" else 1):
+                result = env.evaluate()
+            return float(result.reward)
+
+    assert solved(None, 1) == 1.0
+    assert solved("evaluate", 3) == 1.0  # scorings at turn 0 do not count
+    assert solved("after", 3) == 1.0  # nor a second or third in the same turn
+    with BashEnv("nl2bash-fs2", upstream_quirks=True, gold_cache=False) as env:
+        env.reset(options={"task": MTIME_TASK})
+        env.evaluate()
+        assert env.step("submit")[1] < 0.5  # doing nothing is not paid by a free scoring
+
+
+def test_a_snapshot_brings_back_the_golds_history_in_quirks_mode():
+    with BashEnv("nl2bash-fs2", upstream_quirks=True, gold_cache=False) as env:
+        env.reset(options={"task": MTIME_TASK})
+        snap = env.snapshot()
+        env.step("true")
+        env.evaluate()  # a counted scoring: the gold deleted the old files
+        env.step("true")
+        env.evaluate()  # the next one found them written anew
+        env.restore(snap)
+        env.step(GOLD_32)
+        assert env.evaluate().reward == 1.0  # as in a fresh environment
+
+
+def test_a_quirks_baseline_is_not_a_scoring_nor_kept_across_borrowers():
+    from intercode.envs.pool import WarmPool
+    from intercode.envs.settings import EnvSettings
+
+    key = ("bash", "nl2bash-fs2",
+           EnvSettings(upstream_quirks=True, gold_cache=False, reward="baseline"))
+    pool = WarmPool(scrub=True)
+    try:
+        rewards = []
+        for _ in range(2):
+            env = pool.borrow(key)
+            env.reset(options={"task": MTIME_TASK})
+            env.step(GOLD_32)
+            rewards.append(env.step("submit")[1])
+            pool.give_back(key, env)
+        assert rewards == [1.0, 1.0]
+    finally:
+        pool.close()

@@ -59,3 +59,14 @@ def test_an_unwritable_cache_is_skipped(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("INTERCODE_CACHE", str(blocker))
     bootcache.store(KEY, "3.11.2", b"abc")  # no error
     assert bootcache.load(KEY) is None
+
+
+def test_a_file_others_can_write_is_ignored() -> None:
+    bootcache.store(KEY, "3.11.2", b"abc")
+    path = bootcache.path_for(KEY)
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    for mode in (0o620, 0o602, 0o666):
+        path.chmod(mode)
+        assert bootcache.load(KEY) is None
+    path.chmod(0o600)
+    assert bootcache.load(KEY) == ("3.11.2", b"abc")

@@ -141,6 +141,7 @@ class BashEnv(IntercodeEnv):
         self._agent_redated: dict[str, int] = {}
         self._gold_redated: dict[str, int] = {}
         self._gold_rewrites: set[str] = set()
+        self._gold_turn = -1  # the turn of the last scoring counted as upstream's
 
     # -- sandboxes -----------------------------------------------------------------------
 
@@ -182,6 +183,7 @@ class BashEnv(IntercodeEnv):
         if not isinstance(task, BashTask):
             raise ConfigError(f"task {task.index} of {task.dataset} is not a Bash task")
         if self.upstream_quirks:
+            self._gold_turn = -1
             self._carry_upstream_history(task)
             self._load_like_upstream(self._sandbox("agent"), task, self._agent_redated)
         else:
@@ -224,9 +226,12 @@ class BashEnv(IntercodeEnv):
         """Compute the full reward of the current state."""
         if self.task is None:
             raise RewardError("no task loaded")
-        if self._gold_rewrites:
-            # --upstream-quirks: upstream's next scoring reset the gold's container, which
-            # wrote anew what the gold changed, and ran the gold again
+        # --upstream-quirks: upstream scored once a turn, after the turn's action; each
+        # scoring reset the gold's container, which wrote anew what the gold had changed
+        # at the one before, and ran the gold again (a scoring at turn 0, or a second
+        # one in a turn, is not one of upstream's: it leaves that history as it is)
+        counted = self.upstream_quirks and self.turn > 0 and self.turn != self._gold_turn
+        if counted and self._gold_rewrites:
             now = time.time_ns()
             self._gold_redated.update(dict.fromkeys(self._gold_rewrites, now))
             self._gold_rewrites, self._gold_cache = set(), None
@@ -234,6 +239,9 @@ class BashEnv(IntercodeEnv):
             agent_box = self._sandbox("agent")
             agent = BashSnapshot(tuple(agent_box.diff(IGNORED_NAMES)), self._last_observation())
             gold, _ = self._gold_result()
+            if counted and self._upstream_tree is not None:
+                self._gold_rewrites = rewritten_by_reset(gold.changes, self._upstream_tree[2])
+                self._gold_turn = self.turn
             paths = common_added(agent.changes, gold.changes)
             stored = self._gold_diskd
             if paths and stored is not None and paths != sorted(stored.hashes):
@@ -279,9 +287,6 @@ class BashEnv(IntercodeEnv):
                 self._workdir = saved
             snapshot = BashSnapshot(tuple(box.diff(IGNORED_NAMES)), result.observation)
             self._gold_cache = (snapshot, result)
-            if self.upstream_quirks and self._upstream_tree is not None:
-                self._gold_rewrites = rewritten_by_reset(snapshot.changes,
-                                                         self._upstream_tree[2])
             if key is not None:
                 self._store_gold(box, key, snapshot, result)
         return self._gold_cache
@@ -379,14 +384,29 @@ class BashEnv(IntercodeEnv):
     # -- snapshots (see envs/sandbox_state.py) -------------------------------------------
 
     def save_state(self) -> ExecState:
-        """The agent sandbox's tree and shell state."""
-        return sandbox_state.save(self._sandbox("agent"), workdir=self._workdir)
+        """The agent sandbox's tree and shell state (with --upstream-quirks, also the
+        gold container's history, which the episode's scorings made)."""
+        return sandbox_state.save(self._sandbox("agent"), workdir=self._workdir,
+                                  gold_history=self._gold_history())
 
     def load_state(self, state: ExecState) -> None:
         """The agent's sandbox back in ``state``."""
         loaded = sandbox_state.load(self._sandbox("agent"), state)
         self._workdir = loaded.extra["workdir"]
+        self._set_gold_history(loaded.extra.get("gold_history"))
         self.restore_note = loaded.note()
+
+    def _gold_history(self) -> list[Any] | None:
+        if not self.upstream_quirks:
+            return None
+        return [dict(self._gold_redated), sorted(self._gold_rewrites), self._gold_turn]
+
+    def _set_gold_history(self, history: Any) -> None:
+        """The gold container's history of a snapshot (the gold runs again on it)."""
+        if self.upstream_quirks and history is not None:
+            redated, rewrites, turn = history
+            self._gold_redated, self._gold_rewrites = dict(redated), set(rewrites)
+            self._gold_turn, self._gold_cache = turn, None
 
     def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
         """``other``'s agent sandbox in ``state``."""
@@ -396,14 +416,22 @@ class BashEnv(IntercodeEnv):
         other._workdir = moved.extra["workdir"]
         other._upstream_tree = self._upstream_tree
         other._agent_redated = dict(self._agent_redated)
-        other._gold_redated = dict(self._gold_redated)
-        other._gold_rewrites = set(self._gold_rewrites)
+        other._set_gold_history(self._gold_history())
         other.restore_note = moved.note()
 
     def forget_history(self) -> None:
         """The next episode starts as in a new pair of upstream containers."""
         self._upstream_tree = None
         self._agent_redated, self._gold_redated, self._gold_rewrites = {}, {}, set()
+        self._gold_turn = -1
+
+    def _measure_baseline(self) -> None:
+        """``baseline`` mode: with --upstream-quirks, the untouched state's reward is
+        measured at every reset (it depends on the containers' history; being at turn 0,
+        it is not one of upstream's scorings)."""
+        if self.upstream_quirks and self.task is not None:
+            self.__dict__.setdefault("_baselines", {}).pop(self.task.index, None)
+        super()._measure_baseline()
 
     def diff(self) -> list[Change]:
         """The agent's changes to the file system so far."""

@@ -143,15 +143,34 @@ def rewritten_by_reset(changes: Iterable[Change], tree: FileTree) -> set[str]:
     """The paths of ``tree`` that upstream's reset (``git reset --hard; git clean -fd``)
     wrote anew after a command made ``changes`` (the sandbox's diff, ``git status``'s
     lines): each changed or deleted file, and the directory holding anything changed,
-    deleted or made (git writes a file anew and deletes what it does not track)."""
+    deleted or made (git writes a file anew and deletes what it does not track), or a
+    directory deleted whole."""
     known = {e.path for e in tree.entries}
     paths: set[str] = set()
+    deleted: set[str] = set()
     for change in changes:
         path = change.path.rstrip("/")
         if change.code != "??":
             paths.add(path)
+        if change.code == "D":
+            deleted.add(path)
         paths.add(posixpath.dirname(path))
+    # a directory whose every entry was deleted was deleted too (``rm -r``): git made it
+    # anew, which changed the directory holding it
+    below: dict[str, list[str]] = {}
+    for e in tree.entries:
+        if e.kind != DIR:
+            for parent in _parents(e.path):
+                below.setdefault(parent, []).append(e.path)
+    for directory, inside in below.items():
+        if all(p in deleted for p in inside):
+            paths.add(posixpath.dirname(directory))
     return {p for p in paths if p in known}
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def upstream_hashes(paths: Sequence[str], hashes: Callable[[list[str]], Mapping[str, str]],

@@ -10,7 +10,8 @@ system, the sources' digest), which the first sandbox of a later process reads.
 
 A file is ``MAGIC``, a JSON header (the Python version that compiled it, the blob's size
 and sha256) and the blob. Anything else (a short, long, foreign or damaged file, one
-that is not a regular file) is ignored, and the sandbox compiles as before. The boot
+that is not a regular file, one another user owns or could write) is ignored, and the
+sandbox compiles as before. The folder is the user's alone (0700). The boot
 code itself checks the version again: a blob of another Python is never loaded.
 """
 
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from intercode.fsutil import cache_dir, write_atomic
-from intercode.safeio import Refused, read_bytes
+from intercode.safeio import Refused, open_regular
 
 __all__ = ["MAX_BLOB", "load", "path_for", "store"]
 
@@ -38,7 +40,11 @@ def path_for(key: tuple[str, ...]) -> Path:
 def load(key: tuple[str, ...]) -> tuple[str, bytes] | None:
     """``(python version, blob)`` kept for ``key``, or None (none, or not trusted)."""
     try:
-        data = read_bytes(path_for(key), max_size=MAX_BLOB + 4096, follow=False)
+        with open_regular(path_for(key), MAX_BLOB + 4096, follow=False) as fh:
+            info = os.fstat(fh.fileno())
+            if info.st_uid != os.getuid() or info.st_mode & 0o022:
+                return None  # another user could have written it
+            data = fh.read(MAX_BLOB + 4097)
     except (OSError, Refused):
         return None
     if not data.startswith(MAGIC):
@@ -65,7 +71,8 @@ def store(key: tuple[str, ...], version: str, blob: bytes) -> None:
                          "sha256": hashlib.sha256(blob).hexdigest()}).encode()
     path = path_for(key)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_atomic(path, MAGIC + header + b"\n" + blob)
+        os.chmod(path, 0o600)
     except OSError:
         return

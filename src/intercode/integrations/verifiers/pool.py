@@ -91,9 +91,19 @@ class EnvPool:
         with self.lock:
             self.lent -= 1
             keep = not self.closed and env.environment is not None
-            if keep:
-                env.environment.forget_history()  # nothing reaches the next rollout
-                self.idle.append(env)
+        if keep:
+            try:  # nothing of this rollout's episodes reaches the next one
+                forget = getattr(getattr(env.environment, "unwrapped", None),
+                                 "forget_history", None)
+                if forget is not None:
+                    forget()
+            except Exception:
+                keep = False
+        if keep:
+            with self.lock:
+                keep = not self.closed
+                if keep:
+                    self.idle.append(env)
         if not keep:
             _close(env)
 
