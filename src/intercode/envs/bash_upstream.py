@@ -155,16 +155,17 @@ def rewritten_by_reset(changes: Iterable[Change], tree: FileTree) -> set[str]:
         if change.code == "D":
             deleted.add(path)
         paths.add(posixpath.dirname(path))
-    # a directory whose every entry was deleted was deleted too (``rm -r``): git made it
-    # anew, which changed the directory holding it
-    below: dict[str, list[str]] = {}
-    for e in tree.entries:
-        if e.kind != DIR:
-            for parent in _parents(e.path):
-                below.setdefault(parent, []).append(e.path)
-    for directory, inside in below.items():
-        if all(p in deleted for p in inside):
-            paths.add(posixpath.dirname(directory))
+    if deleted:
+        # a directory whose every entry was deleted was deleted too (``rm -r``): git
+        # made it anew, which changed the directory holding it
+        below: dict[str, list[str]] = {}
+        for e in tree.entries:
+            if e.kind != DIR:
+                for parent in _parents(e.path):
+                    below.setdefault(parent, []).append(e.path)
+        for directory, inside in below.items():
+            if all(p in deleted for p in inside):
+                paths.add(posixpath.dirname(directory))
     return {p for p in paths if p in known}
 
 
