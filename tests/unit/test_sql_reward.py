@@ -245,6 +245,31 @@ def test_reward_matches_the_oracle_on_random_results() -> None:
     assert 300 < rounded < 1500  # both the rounded and the NaN-tau paths were exercised
 
 
+def test_a_result_equal_to_the_gold_scores_as_the_general_computation() -> None:
+    # equal results take a short cut; its tau must be the general one's to the last bit
+    from intercode.rewards.kendall import kendall_tau_b
+    from intercode.rewards.rounding import round_like_numpy
+
+    rng = random.Random(7)
+    sizes = [0, 1, 2, 3, 5, 8, 13, 100, 999, 4097]
+    for n in sizes + [rng.randrange(2, 3000) for _ in range(40)]:
+        for distinct in (1, 2, max(1, n // 3), max(1, n)):
+            rows = [(rng.randrange(distinct), "v") for _ in range(n)]
+            reward, iou, tau = iou_tau(rows, list(rows))
+            assert iou == 1.0
+            text = [str(r) for r in rows]
+            general = kendall_tau_b(text, text) if n else math.nan
+            if math.isnan(general):
+                assert (reward, tau) == (1.0, None)
+            else:
+                assert tau == general and reward == round_like_numpy(general * 1.0)
+            assert reward == upstream_reward(rows, list(rows))
+            assert result_eq(list(rows), list(rows), order_matters=True)
+    # equal under == but not as text (1 and 1.0): upstream's reward compares the text
+    assert iou_tau([(1,), (2,)], [(1.0,), (2,)])[1] == pytest.approx(1 / 3)
+    assert result_eq([(1,), (2,)], [(1.0,), (2,)], order_matters=True)
+
+
 # -- Spider's result_eq ----------------------------------------------------------------------
 
 

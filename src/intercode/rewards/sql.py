@@ -58,6 +58,8 @@ def iou_tau(agent: Sequence[Row], gold: Sequence[Row]) -> tuple[float, float, fl
     """Upstream's reward of two row lists, the plain IoU, and the tau applied (or None)."""
     list_agent = [str(row) for row in agent]
     list_gold = [str(row) for row in gold]
+    if list_agent == list_gold:
+        return _same_rows(list_agent)
     count_agent, count_gold = Counter(list_agent), Counter(list_gold)
     common = count_agent & count_gold
     union = count_agent | count_gold
@@ -71,6 +73,19 @@ def iou_tau(agent: Sequence[Row], gold: Sequence[Row]) -> tuple[float, float, fl
     if math.isnan(tau):
         return iou, iou, None
     return round_like_numpy(tau * iou), iou, tau
+
+
+def _same_rows(rows: list[str]) -> tuple[float, float, float | None]:
+    """``iou_tau`` of a list and itself: an IoU of 1, and the tau-b ``kendall_tau_b``
+    gives (no discordant pair; the same ties on both sides), computed alike."""
+    n = len(rows)
+    total = n * (n - 1) // 2
+    ties = sum(c * (c - 1) // 2 for c in Counter(rows).values())
+    if ties == total:  # no rows, one, or all alike: no tau
+        return 1.0, 1.0, None
+    left = total - ties
+    tau = min(1.0, max(-1.0, left / math.sqrt(left) / math.sqrt(left)))
+    return round_like_numpy(tau), 1.0, tau
 
 
 def sql_reward(agent_rows: Sequence[Row] | None, gold_rows: Sequence[Row] | None,
@@ -99,6 +114,8 @@ def result_eq(gold: list[Row], pred: list[Row], order_matters: bool) -> bool:
     if len(pred[0]) != width or any(len(r) != width for r in pred) or any(
             len(r) != width for r in gold):
         return False
+    if pred == gold:  # (the identity is among the permutations below, and it matches)
+        return True
     if not _unordered_rows_match(gold, pred, order_matters):
         return False
     columns = [{row[i] for row in gold} for i in range(width)]

@@ -12,7 +12,8 @@ from intercode.sql.results import QueryResult
 
 __all__ = ["SqlBackend", "SqlLimits", "SqlSession"]
 
-MAX_GOLD_RESULTS = 512  # gold results a backend keeps (see GoldResults)
+MAX_GOLD_RESULTS = 8192  # gold results a backend keeps (see GoldResults)
+MAX_GOLD_SIZE = 64 << 20  # and their size together (see result_size)
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,24 @@ class SqlSession(ABC):
         raise SnapshotUnsupported(f"{type(self).__name__} sessions cannot fork")
 
 
+def result_size(result: QueryResult) -> int:
+    """About the bytes ``result`` holds: its text and blobs, 16 a row and other value."""
+    size = 64
+    for row in result.rows or ():
+        size += 16
+        for value in row:
+            size += len(value) if isinstance(value, str | bytes) else 16
+    return size
+
+
 class GoldResults:
-    """Gold results by (database, statement), the :data:`MAX_GOLD_RESULTS` latest used:
-    a long run over many tasks with large results keeps no more than that."""
+    """Gold results by (database, statement), the latest used: at most
+    :data:`MAX_GOLD_RESULTS` of them and :data:`MAX_GOLD_SIZE` bytes together
+    (``result_size``), so a long run over many tasks with large results keeps no more."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[tuple[str, str], QueryResult] = OrderedDict()
+        self._kept: OrderedDict[tuple[str, str], tuple[QueryResult, int]] = OrderedDict()
+        self._size = 0
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -78,15 +91,22 @@ class GoldResults:
     def get(self, key: tuple[str, str]) -> QueryResult | None:
         """The result kept for ``key`` (now the latest used), else None."""
         found = self._kept.get(key)
-        if found is not None:
-            self._kept.move_to_end(key)
-        return found
+        if found is None:
+            return None
+        self._kept.move_to_end(key)
+        return found[0]
 
     def __setitem__(self, key: tuple[str, str], value: QueryResult) -> None:
-        self._kept[key] = value
-        self._kept.move_to_end(key)
-        while len(self._kept) > MAX_GOLD_RESULTS:
-            self._kept.popitem(last=False)
+        old = self._kept.pop(key, None)
+        if old is not None:
+            self._size -= old[1]
+        size = result_size(value)
+        if size > MAX_GOLD_SIZE:
+            return  # (run again when needed)
+        self._kept[key] = (value, size)
+        self._size += size
+        while len(self._kept) > MAX_GOLD_RESULTS or self._size > MAX_GOLD_SIZE:
+            self._size -= self._kept.popitem(last=False)[1][1]
 
 
 class SqlBackend(ABC):

@@ -53,6 +53,7 @@ class SandboxedSqliteSession(SqliteSessionBase):
         self._box: Sandbox | None = None
         self._drops: list[int] = []  # snapshots released, forgotten with the next request
         self._booting = False  # the engine's sandbox was begun by prestart()
+        self._reset_to: str | None = None  # a reset the next request carries
 
     def prestart(self) -> bool:
         """Begin the engine's sandbox without waiting for it (a fork's spare)."""
@@ -74,14 +75,14 @@ class SandboxedSqliteSession(SqliteSessionBase):
         box = self._box
         if box is None or self._booting:
             return None
-        self._box, self._drops, self.current_db = None, [], ""
+        self._box, self._drops, self.current_db, self._reset_to = None, [], "", None
         return box
 
     def adopt_box(self, box: Sandbox) -> None:
         """``box`` (another session's, reset) becomes this session's engine sandbox."""
         if self._box is not None:
             self._box.close()
-        self._box, self._booting, self._drops = box, False, []
+        self._box, self._booting, self._drops, self._reset_to = box, False, [], None
 
     def _sandbox(self) -> Sandbox:
         box = self._box
@@ -102,11 +103,15 @@ class SandboxedSqliteSession(SqliteSessionBase):
 
     def _call(self, kind: str, request: dict[str, Any]) -> dict[str, Any]:
         """One request to the engine; EngineError if it did not answer properly. The
-        snapshots released since the last request are dropped with it."""
+        snapshots released since the last request are dropped with it, and a reset not
+        sent yet is done first."""
         box = self._sandbox()
         if self._drops:
             request = {**request, "drop": self._drops}
             self._drops = []
+        reset, self._reset_to = self._reset_to, None
+        if reset is not None:
+            request = {**request, "reset": reset}
         result = box.run(json.dumps(request), kind=kind)
         if result.exit_code != 0:  # the engine died during the request, or hung
             if result.timed_out:
@@ -116,15 +121,13 @@ class SandboxedSqliteSession(SqliteSessionBase):
         if reply is None:
             self._sandbox().reset()
             raise EngineError("the SQL engine sent a malformed reply" + LOST)
-        if result.shell_restarted:  # it had died before: the request ran in a new one
-            reply["restarted"] = True
+        if result.shell_restarted and reset is None:  # it had died before: the request
+            reply["restarted"] = True  # ran in a new one (after a reset, nothing was lost)
         return reply
 
     def _drop(self, db: str) -> None:
-        try:
-            self._call("reset", {"db": db})
-        except EngineError:
-            self._sandbox().reset()
+        """The reset goes with the next request (one round trip less an episode)."""
+        self._reset_to = db
 
     def _request(self, sql: str, db: str, **extra: Any) -> dict[str, Any]:
         return {"db": db, "sql": sql, "timeout": self.limits.timeout,
@@ -190,6 +193,7 @@ class SandboxedSqliteSession(SqliteSessionBase):
             self._box.close()
             self._box = None
         self._drops = []
+        self._reset_to = None
         self.current_db = ""
 
 

@@ -64,13 +64,15 @@ def _refuse(*_args):
     raise sqlite3.OperationalError("not authorized")
 
 
-def open_image(image, info_schema, current_db):
+def open_image(image, info_schema, current_db, cached_statements=128):
     """A hardened in-memory connection holding a copy of ``image``.
 
     ``info_schema`` (an image, or ``None``) is attached as ``information_schema``;
-    ``current_db`` is a function naming the database ``DATABASE()`` returns.
+    ``current_db`` is a function naming the database ``DATABASE()`` returns;
+    ``cached_statements`` is the size of its prepared-statement cache.
     """
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False,
+                           cached_statements=cached_statements)
     harden(conn)
     load_image(conn, image, "main")
     if info_schema is not None:

@@ -9,7 +9,17 @@ header ``<seq> <length> <kind>``, a JSON request, and a status record on descrip
 Kinds: ``query`` runs agent SQL in the request's database (a private in-memory copy,
 made on first use in the episode); ``exec`` runs SQL the host built, with parameters
 (MySQL's exploration commands); ``reset`` drops every copy of the episode (after the
-reply, so that the pristine copy of the next database is made while the host works). Values
+reply, so that the pristine copy of the next database is made while the host works).
+A request may also carry ``"reset": <db>``: the reset, done before the request (the host
+sends a reset with the episode's first request instead of a round trip of its own).
+
+A copy that only ever ran read-only statements is still pristine, and the next episode
+that starts on its database takes it instead of a new copy (``Engine.kept``). Read-only
+is decided by the authorizer: every action a statement needs is seen when it is prepared
+(connections cache no statements), and a statement that needed anything but reading,
+selecting, a function or a read-only pragma, that touched the ``temp`` schema (its
+first use creates it), or that needed nothing at all, makes its copy dirty for good; a
+dirty copy is closed at the reset. Values
 cross as JSON: integers, floats, strings and null as themselves, a blob as
 ``{"x": "<hex>"}``. Results are bounded while they are fetched (rows and size) and
 statements stop at the request's deadline (a progress handler; SIGINT from the host
@@ -19,8 +29,10 @@ is the backstop).
 import json
 import os
 import signal
+import sqlite3
 import struct
 import time
+from collections import OrderedDict
 
 from . import pyrepl, shell, sqlconn, sqlsnap
 
@@ -28,17 +40,22 @@ PROGRESS_STEPS = 1000
 MAX_ERROR = 2000
 NUMBER_COST = 24  # an upper bound of the repr of an SQLite integer or float
 SNAPSHOT_KINDS = ("snap", "restore", "drop", "export", "import")
+# the authorizer's actions a read-only statement needs (a pragma only if sqlconn allows it)
+READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+                          sqlite3.SQLITE_RECURSIVE, sqlite3.SQLITE_PRAGMA})
+KEEP_BYTES = 64 * 1024 * 1024  # pristine copies kept between episodes, by their images' size
 
 
 class Engine:
     """Connections of the current episode, and the pristine images."""
 
     def __init__(self, images):
-        import sqlite3
-
         self.sqlite3 = sqlite3
         self.images = images
         self.conns = {}
+        self.clean = set()  # names in conns whose copy only ran read-only statements
+        self.kept = OrderedDict()  # name -> a pristine copy left clean by an episode
+        self.actions = 0  # authorizer calls of the statement being prepared
         self.current = ""
         self.deadline = 0.0
         self.busy = False
@@ -53,6 +70,11 @@ class Engine:
         stale, self.stale = self.stale, []
         for conn in stale:
             conn.close()
+        size = 0
+        for name in reversed(list(self.kept)):  # the least recently used go first
+            size += len(self.images.get(name, b""))
+            if size > KEEP_BYTES:
+                self.kept.pop(name).close()
         name, self.pending = self.pending, None
         if name in self.images:
             self.conn(name)
@@ -68,16 +90,45 @@ class Engine:
                 del self.restored[name]
             elif name not in self.images:
                 raise KeyError("unknown database %r" % (name,))
+            elif name in self.kept:
+                conn = self.kept.pop(name)
+                self.clean.add(name)
             else:
                 conn = sqlconn.open_image(self.images[name],
                                           self.images.get(sqlconn.INFO_SCHEMA),
-                                          lambda: self.current)
+                                          lambda: self.current, cached_statements=0)
+                conn.set_authorizer(self._watcher(name))
+                self.clean.add(name)
             self._adopt(name, conn)
         return conn
 
     def _adopt(self, name, conn):
         conn.set_progress_handler(self._expired, PROGRESS_STEPS)
         self.conns[name] = conn
+
+    def _watcher(self, name):
+        """The authorizer of a pristine copy: ``sqlconn.authorize``, and a copy asked
+        for anything but reading becomes dirty."""
+        def watch(action, arg1, arg2, db, source):
+            self.actions += 1
+            verdict = sqlconn.authorize(action, arg1, arg2, db, source)
+            if action not in READ_ACTIONS or verdict != sqlite3.SQLITE_OK or (
+                    db is not None and db.lower() == "temp"):  # (its first use creates it)
+                self.clean.discard(name)
+            return verdict
+        return watch
+
+    def _end_episode(self):
+        """Every copy of the episode goes: a clean one is kept for the next episode on
+        its database, the others are closed in ``idle``."""
+        for name, conn in self.conns.items():
+            if name in self.clean:
+                self.kept[name] = conn
+                self.kept.move_to_end(name, last=False)
+            else:
+                self.stale.append(conn)
+        self.conns = {}
+        self.clean = set()
 
     def snapshot(self, kind, request):
         """``snap``/``restore``/``drop``/``export``/``import`` of snapshot ``id``.
@@ -104,8 +155,7 @@ class Engine:
             self.snaps[ident] = (str(request["current"]), saved)
             return {}
         current, saved = self.snaps[ident]  # restore
-        self.stale.extend(self.conns.values())
-        self.conns = {}
+        self._end_episode()
         self.restored = dict(saved)
         self.current = current
         return {}
@@ -119,27 +169,35 @@ class Engine:
         costs no round trip of its own)."""
         for dropped in request.get("drop", ()):
             self.snaps.pop(int(dropped), None)
-        if kind == "reset":  # the work is done after the reply (see idle)
-            self.stale.extend(self.conns.values())
-            self.conns = {}
+        if kind == "reset" or "reset" in request:  # see idle for the rest of the work
+            self._end_episode()
             self.restored = {}
             self.snaps = {}
-            self.pending = request.get("db") or None
-            return {}
+            self.current = ""
+            if kind == "reset":
+                self.pending = request.get("db") or None
+                return {}
         if kind in SNAPSHOT_KINDS:
             return self.snapshot(kind, request)
         if kind == "query":
             self.current = request["db"]
         self.deadline = time.monotonic() + float(request.get("timeout", 10.0))
-        conn = self.conn(request["db"])
+        db = request["db"]
+        conn = self.conn(db)
         for name in request.get("attach", ()):
             if name not in self.images:
                 raise KeyError("unknown database %r" % (name,))
+            self.clean.discard(db)  # (the plain authorizer is back after an attach)
             sqlconn.attach_image(conn, name, self.images[name])
-        if kind == "exec":
-            cursor = conn.execute(request["sql"], request.get("params", ()))
-        else:
-            cursor = conn.execute(request["sql"])
+        self.actions = 0
+        try:
+            if kind == "exec":
+                cursor = conn.execute(request["sql"], request.get("params", ()))
+            else:
+                cursor = conn.execute(request["sql"])
+        finally:
+            if not self.actions:  # REINDEX, or nothing: no authorizer call to judge by
+                self.clean.discard(db)
         if cursor.description is None:
             return {"n": cursor.rowcount}
         rows, cut = fetch(cursor, int(request["max_rows"]), int(request["max_chars"]))
