@@ -95,6 +95,8 @@ WRITES = [
     ["SELECT * FROM temp.sqlite_master"],  # creates the temp schema
     ["SELECT * FROM sqlite_temp_master"],
     ["SELECT * FROM pragma_index_list('t')"],  # (a table-valued pragma counts, to be safe)
+    ["PRAGMA index_list(sqlite_temp_master)"],  # opens temp with no temp in its call
+    ["PRAGMA INDEX_LIST(SQLITE_TEMP_SCHEMA)"],
 ]
 
 
@@ -207,3 +209,16 @@ def test_through_the_sandboxed_engine() -> None:
     finally:
         session.close()
         backend.close()
+
+
+def test_the_most_recently_used_copies_are_kept_within_the_budget(
+        engine: sqlrepl.Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine.images["c"] = image("CREATE TABLE v(z)")
+    sizes = {name: len(data) for name, data in engine.images.items()}
+    monkeypatch.setattr(sqlrepl, "KEEP_BYTES", sizes["a"] + sizes["b"] + 1)
+    for db in ("a", "b", "c", "b"):  # read-only episodes; then one more starts on a
+        reset(engine, db)
+        ask(engine, "SELECT 1", db=db)
+    reset(engine, "a")
+    assert "a" not in engine.kept and set(engine.kept) == {"b", "c"}  # a went: the oldest
+    assert list(engine.kept) == ["b", "c"]  # b used last

@@ -268,6 +268,10 @@ def test_a_result_equal_to_the_gold_scores_as_the_general_computation() -> None:
     # equal under == but not as text (1 and 1.0): upstream's reward compares the text
     assert iou_tau([(1,), (2,)], [(1.0,), (2,)])[1] == pytest.approx(1 / 3)
     assert result_eq([(1,), (2,)], [(1.0,), (2,)], order_matters=True)
+    # and Spider's check sorts each row's values by their text and type first: an int
+    # and a float that are equal (==) still do not match there
+    assert not result_eq([(15, 1)], [(15.0, 1.0)], order_matters=False)
+    assert not result_eq([(3, 35.5)], [(3.0, 35.5)], order_matters=True)
 
 
 # -- Spider's result_eq ----------------------------------------------------------------------

@@ -18,8 +18,8 @@ that starts on its database takes it instead of a new copy (``Engine.kept``). Re
 is decided by the authorizer: every action a statement needs is seen when it is prepared
 (connections cache no statements), and a statement that needed anything but reading,
 selecting, a function or a read-only pragma, that touched the ``temp`` schema (its
-first use creates it), or that needed nothing at all, makes its copy dirty for good; a
-dirty copy is closed at the reset. Values
+first use creates it; it is also looked for after each statement), or that needed
+nothing at all, makes its copy dirty for good; a dirty copy is closed at the reset. Values
 cross as JSON: integers, floats, strings and null as themselves, a blob as
 ``{"x": "<hex>"}``. Results are bounded while they are fetched (rows and size) and
 statements stop at the request's deadline (a progress handler; SIGINT from the host
@@ -71,9 +71,10 @@ class Engine:
         for conn in stale:
             conn.close()
         size = 0
-        for name in reversed(list(self.kept)):  # the least recently used go first
+        for name in list(self.kept):  # the most recently used first: they stay
             size += len(self.images.get(name, b""))
             if size > KEEP_BYTES:
+                size -= len(self.images.get(name, b""))
                 self.kept.pop(name).close()
         name, self.pending = self.pending, None
         if name in self.images:
@@ -198,6 +199,8 @@ class Engine:
         finally:
             if not self.actions:  # REINDEX, or nothing: no authorizer call to judge by
                 self.clean.discard(db)
+            elif db in self.clean and _has_temp(conn):  # (a pragma can open it unseen)
+                self.clean.discard(db)
         if cursor.description is None:
             return {"n": cursor.rowcount}
         rows, cut = fetch(cursor, int(request["max_rows"]), int(request["max_chars"]))
@@ -220,6 +223,11 @@ class Engine:
             return {"e": short("%s: %s" % (type(exc).__name__, exc))}
         finally:
             self.busy = False
+
+
+def _has_temp(conn):
+    """Whether ``conn``'s ``temp`` schema exists (a new copy has none)."""
+    return any(row[1] == "temp" for row in conn.execute("PRAGMA database_list"))
 
 
 def short(text):
