@@ -17,7 +17,7 @@ import ast
 import json
 import keyword
 import re
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from intercode.datasets import Dataset, PythonTask, Task
@@ -288,8 +288,7 @@ class PythonEnv(IntercodeEnv):
         task = self.task
         assert isinstance(task, PythonTask)
         if self._splits is None:
-            shadowed = defined_names(task.gold) & BUILTIN_NAMES
-            self._splits = [split_test(test, shadowed) for test in task.tests]
+            self._splits = list(_splits_of(task.gold, tuple(task.tests)))
         return self._splits
 
     def _probe(self, steps: list[str], splits: list[SplitTest]) -> list[Any] | None:
@@ -473,6 +472,13 @@ class PythonEnv(IntercodeEnv):
 
 class _Undefined(Exception):
     """The submitted name is not defined in the agent's interpreter (the message says so)."""
+
+
+@lru_cache(maxsize=4096)
+def _splits_of(gold: str, tests: tuple[str, ...]) -> tuple[SplitTest, ...]:
+    """The split of a task's tests (parsed once per task and process)."""
+    shadowed = defined_names(gold) & BUILTIN_NAMES
+    return tuple(split_test(test, shadowed) for test in tests)
 
 
 def _check_defined(name: str, reply: Any) -> None:
