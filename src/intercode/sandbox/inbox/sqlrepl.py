@@ -197,9 +197,9 @@ class Engine:
             else:
                 cursor = conn.execute(request["sql"])
         finally:
-            if not self.actions:  # REINDEX, or nothing: no authorizer call to judge by
-                self.clean.discard(db)
-            elif db in self.clean and _has_temp(conn):  # (a pragma can open it unseen)
+            # no authorizer call to judge by (REINDEX, or nothing), or a temp schema
+            # that one of them opened unseen (a pragma can)
+            if not self.actions or (db in self.clean and _has_temp(conn)):
                 self.clean.discard(db)
         if cursor.description is None:
             return {"n": cursor.rowcount}
