@@ -11,25 +11,16 @@ through the real sandboxed engine.
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 import pytest
+from sql_engine_helpers import NEEDS_SERIALIZE, image
 
 from intercode.sandbox.inbox import sqlrepl
 from intercode.sql.backend import SqlLimits
 from intercode.sql.sqlite_backend import SqliteBackend
 
-pytestmark = pytest.mark.skipif(not hasattr(sqlite3.Connection, "serialize"),
-                                reason="the engine's images need Python 3.11's serialize")
-
-
-def image(*statements: str) -> bytes:
-    conn = sqlite3.connect(":memory:")
-    for sql in statements:
-        conn.execute(sql)
-    conn.commit()
-    return conn.serialize()
+pytestmark = NEEDS_SERIALIZE
 
 
 @pytest.fixture

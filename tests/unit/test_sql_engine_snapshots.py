@@ -3,23 +3,14 @@ its databases on first use, and a snapshot taken before that use is still exact.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import pytest
+from sql_engine_helpers import NEEDS_SERIALIZE, image
 
 from intercode.sandbox.inbox import sqlrepl
 
-pytestmark = pytest.mark.skipif(not hasattr(sqlite3.Connection, "serialize"),
-                                reason="snapshots need Python 3.11's serialize")
-
-
-def image(*statements: str) -> bytes:
-    conn = sqlite3.connect(":memory:")
-    for sql in statements:
-        conn.execute(sql)
-    conn.commit()
-    return conn.serialize()
+pytestmark = NEEDS_SERIALIZE
 
 
 @pytest.fixture
