@@ -18,7 +18,8 @@ from typing import Any
 from intercode.benchmarks.spec import Benchmark
 from intercode.errors import ConfigError
 
-__all__ = ["benchmarks", "get", "names", "owner", "register", "register_gym_ids", "unregister"]
+__all__ = ["benchmarks", "get", "known", "names", "owner", "register", "register_gym_ids",
+           "unregister"]
 
 GROUP = "intercode.benchmarks"
 log = logging.getLogger(__name__)
@@ -181,6 +182,15 @@ def get(name: str) -> Benchmark:
         return _REGISTRY[name]
     except KeyError:
         raise ConfigError(f"unknown environment {name!r}; known: {', '.join(names())}") from None
+
+
+def known(name: str) -> bool:
+    """Whether a benchmark is called ``name`` (the plugins are read only for a name that
+    is not built in)."""
+    _ensure_builtins()
+    if name not in _REGISTRY:
+        _ensure_loaded()
+    return name in _REGISTRY
 
 
 def names() -> list[str]:

@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from intercode.benchmarks import benchmarks, get, names
+from intercode.benchmarks import benchmarks, get, known, names
 from intercode.cli.argtypes import integer, sandbox_backend, seconds
 from intercode.errors import ConfigError
 from intercode.rewards.spider import METRICS
@@ -70,7 +70,7 @@ class EnvNames(Sequence[str]):
         return len(names())
 
     def __contains__(self, value: object) -> bool:
-        return value in names()
+        return isinstance(value, str) and known(value)
 
 
 def chosen_env(args: argparse.Namespace) -> str:

@@ -36,7 +36,10 @@ def _load_plugins() -> None:
 
 
 def require_backend(backend: str) -> str:
-    """``backend`` if it names a registered backend, else :class:`ConfigError`."""
+    """``backend`` if it names a registered backend, else :class:`ConfigError` (the
+    plugins are read only for a name that is not built in: they cannot replace one)."""
+    if isinstance(backend, str) and backend in BACKENDS:
+        return backend
     _load_plugins()
     if not isinstance(backend, str) or backend not in BACKENDS:
         known = ", ".join(BACKENDS)
