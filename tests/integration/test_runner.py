@@ -268,3 +268,41 @@ def test_workers_of_a_later_run_get_its_environment(tmp_path, monkeypatch):
                           tasks=(0, 1), output=tmp_path / f"run-{name}"), progress=False)
         assert list((cache / "gold").rglob("*.json")), \
             f"the {name} run's workers did not use its INTERCODE_CACHE"
+
+
+SCRIPT = """
+from pathlib import Path
+from intercode.runner import execute, run_config
+{guard}
+summary = execute(run_config(env="bash", dataset="bash-demo", agent="gold", workers=2,
+                             tasks=(0, 1), output=Path({out!r})), progress=False)
+print("success", summary["success"])
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_without_a_main_guard_is_one_clear_error(tmp_path, guarded):
+    # the workers import the run's main script again: one without the guard used to
+    # kill every worker with multiprocessing's long bootstrapping traceback, each task
+    # recorded as "the worker process died"
+    out = tmp_path / "run"
+    body = SCRIPT.format(guard="", out=str(out))
+    if guarded:
+        lines = body.strip().splitlines()
+        body = "\n".join(lines[:2] + ['if __name__ == "__main__":']
+                         + ["    " + line for line in lines[2:] if line.strip()]) + "\n"
+    script = tmp_path / "run_it.py"
+    script.write_text(body)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    if guarded:
+        assert proc.returncode == 0, proc.stderr
+        assert "success 2" in proc.stdout
+        return
+    assert proc.returncode != 0
+    assert "bootstrapping phase" not in proc.stderr
+    assert proc.stderr.count('call execute() under `if __name__ == "__main__":`') >= 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "intercode.errors.RunAborted: the script starts a run when it is imported: worker "
+        'processes import the main script, so call execute() under `if __name__ == '
+        '"__main__":`')

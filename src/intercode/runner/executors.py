@@ -84,6 +84,23 @@ class LocalExecutorFactory(ExecutorFactory):
         return LocalExecutor(spec, workers)
 
 
+# the exit code of a worker that imported the run's own script and found it starting a
+# run again (a script without ``if __name__ == "__main__":``; see ``refuse_nested_start``)
+MAIN_REIMPORTED = 86
+NO_MAIN_GUARD = ("the script starts a run when it is imported: worker processes import the "
+                 "main script, so call execute() under `if __name__ == \"__main__\":`")
+
+
+def refuse_nested_start() -> None:
+    """End this process, with one line, if it is a worker still importing the run's main
+    script (multiprocessing runs the script again in each worker it starts)."""
+    if getattr(mp.current_process(), "_inheriting", False):
+        import sys
+
+        print(f"intercode: {NO_MAIN_GUARD}", file=sys.stderr)
+        os._exit(MAIN_REIMPORTED)
+
+
 # what a fork server imports once for all the workers it forks (besides the environment's
 # own module): a worker forked from it starts without importing anything
 _PRELOAD = ("intercode.runner.worker", "intercode.runner.episode", "intercode.envs.factory",
@@ -210,6 +227,8 @@ class LocalExecutor:
     def _replace(self, worker: _Worker, queue: list[int], on_record: OnRecord) -> None:
         worker.proc.join(timeout=5)
         code = worker.proc.exitcode
+        if code == MAIN_REIMPORTED:
+            raise RunAborted(NO_MAIN_GUARD)
         if worker.task is not None:
             on_record(_died(self.spec, worker.task, worker.wid, code))
         self._pool.remove(worker)

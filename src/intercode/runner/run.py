@@ -23,7 +23,12 @@ from intercode.envs.bounds import task_index
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError
 from intercode.llm.client import ChatClient, ModelConfig
-from intercode.runner.executors import ExecutorFactory, InlineExecutor, LocalExecutorFactory
+from intercode.runner.executors import (
+    ExecutorFactory,
+    InlineExecutor,
+    LocalExecutorFactory,
+    refuse_nested_start,
+)
 from intercode.runner.folder import RunFolder
 from intercode.runner.logs import ResultsLog, check_resumable, latest_by_task, save_json
 from intercode.runner.messages import FILE_NAME as MESSAGES_FILE
@@ -110,6 +115,7 @@ def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
 
     The output folder is locked for the whole run: a second run on it is refused.
     """
+    refuse_nested_start()
     if cfg.max_turns is None and cfg.agent in DEFAULT_TURNS:
         # a model that never submits must not play forever (the command line always sets
         # a limit; the Python API may leave it out)
