@@ -28,7 +28,7 @@ OnRoot = Callable[[dict[str, Any] | None], None]
 # RunAborted lives in intercode.errors; it stays importable from here
 __all__ = ["Executor", "ExecutorFactory", "InlineExecutor", "LocalExecutor",
            "LocalExecutorFactory", "OnRecord", "OnRoot", "RunAborted", "error_record",
-           "worker_context"]
+           "refuse_nested_start", "worker_context"]
 
 
 class Executor(Protocol):
