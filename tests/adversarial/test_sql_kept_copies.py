@@ -155,7 +155,7 @@ def test_a_restore_and_snapshots_do_not_bring_written_copies_back(engine: sqlrep
     engine.idle()
     assert ask(engine, "SELECT count(*) FROM t")["r"] == [[3]]  # the restored copy
     reset(engine)
-    assert "a" not in engine.kept or engine.kept["a"] is not None
+    assert "a" not in engine.kept  # neither the written copy nor the restored one
     assert_pristine(engine)
 
 
@@ -213,3 +213,31 @@ def test_the_most_recently_used_copies_are_kept_within_the_budget(
     reset(engine, "a")
     assert "a" not in engine.kept and set(engine.kept) == {"b", "c"}  # a went: the oldest
     assert list(engine.kept) == ["b", "c"]  # b used last
+
+
+def test_a_reset_is_not_lost_with_a_request_that_failed_to_go() -> None:
+    # the reset travels with the episode's first request: if that request raises before
+    # it reaches the engine, the next one must still carry it
+    from intercode.errors import SandboxError
+
+    backend = SqliteBackend(SqlLimits(timeout=5.0))
+    session = backend.session()
+    try:
+        session.reset("world_1")
+        assert session.execute("DELETE FROM city").ok
+        session.reset("world_1")
+        box = session._sandbox()
+        real = box.run
+
+        def fails_once(*args: Any, **kwargs: Any) -> Any:
+            box.run = real  # type: ignore[method-assign]
+            raise SandboxError("the request did not go")
+
+        box.run = fails_once  # type: ignore[method-assign]
+        with pytest.raises(SandboxError):
+            session.execute("SELECT count(*) FROM city")
+        result = session.execute("SELECT count(*) FROM city")
+        assert result.ok and result.rows == [(4079,)]
+    finally:
+        session.close()
+        backend.close()

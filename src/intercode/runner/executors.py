@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -95,8 +96,6 @@ def refuse_nested_start() -> None:
     """End this process, with one line, if it is a worker still importing the run's main
     script (multiprocessing runs the script again in each worker it starts)."""
     if getattr(mp.current_process(), "_inheriting", False):
-        import sys
-
         print(f"intercode: {NO_MAIN_GUARD}", file=sys.stderr)
         os._exit(MAIN_REIMPORTED)
 

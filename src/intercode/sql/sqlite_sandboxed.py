@@ -112,7 +112,11 @@ class SandboxedSqliteSession(SqliteSessionBase):
         reset, self._reset_to = self._reset_to, None
         if reset is not None:
             request = {**request, "reset": reset}
-        result = box.run(json.dumps(request), kind=kind)
+        try:
+            result = box.run(json.dumps(request), kind=kind)
+        except BaseException:  # (maybe never sent: the next request carries the reset)
+            self._reset_to = self._reset_to or reset
+            raise
         if result.exit_code != 0:  # the engine died during the request, or hung
             if result.timed_out:
                 raise EngineError(timeout_message(self.limits.timeout) + LOST)

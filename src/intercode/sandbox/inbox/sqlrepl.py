@@ -72,10 +72,11 @@ class Engine:
             conn.close()
         size = 0
         for name in list(self.kept):  # the most recently used first: they stay
-            size += len(self.images.get(name, b""))
-            if size > KEEP_BYTES:
-                size -= len(self.images.get(name, b""))
+            own = len(self.images.get(name, b""))
+            if size + own > KEEP_BYTES:
                 self.kept.pop(name).close()
+            else:
+                size += own
         name, self.pending = self.pending, None
         if name in self.images:
             self.conn(name)
