@@ -124,3 +124,19 @@ def test_close_stops_every_sandbox():
     e.close()
     for pid in pids:
         assert subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0
+
+
+def test_episodes_leave_no_events_queued_on_the_host(env):
+    """The supervisor's answer to the freeze after an episode's last action is taken at
+    the next action, even when a reset came between: a long run holds no growing queue
+    (each one cost every later request a scan of the whole queue)."""
+    for _ in range(3):
+        for task in env.dataset:
+            env.reset(options={"task": task.index})
+            env.step("true")
+            env.step("submit")
+    env.reset(options={"task": 0})
+    env.step("true")
+    channel = env._agent._channel
+    assert [e for e in channel.events if e.get("ev") == "frozen"] == []
+    assert len(channel.events) <= 1

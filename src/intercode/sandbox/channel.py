@@ -105,8 +105,10 @@ class Channel:
 
     def take_events(self, name: str) -> list[dict[str, Any]]:
         """Remove and return the queued events called ``name``."""
-        if not self.events:
-            return []
-        taken = [e for e in self.events if e.get("ev") == name]
-        self.events = [e for e in self.events if e.get("ev") != name]
+        taken: list[dict[str, Any]] = []
+        kept: list[dict[str, Any]] = []
+        for event in self.events:
+            (taken if event.get("ev") == name else kept).append(event)
+        if taken:
+            self.events = kept
         return taken

@@ -151,9 +151,12 @@ class ShellIO:
         a ``thaw`` is sent anyway (it is queued behind the freeze). The channel was
         pumped just before.
         """
+        # taken whatever the state: the answer to a freeze that a reset since cancelled
+        # comes after the new shell, and is never waited for
+        answers = self.channel.take_events("frozen")
         if not self._maybe_frozen:
             return
-        done = [ev for ev in self.channel.take_events("frozen") if ev.get("n") == self._freeze_n]
+        done = [ev for ev in answers if ev.get("n") == self._freeze_n]
         if not done or done[-1].get("stopped"):
             self._send_thaw()
         self._maybe_frozen = False
