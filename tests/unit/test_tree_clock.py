@@ -48,3 +48,15 @@ def test_unchanged_recent_entries_are_verified_not_rewritten(tmp_path):
     forge_same_tick(tree, "w/a.txt")
     assert tree.restore()["written"] == 0
     assert os.lstat(tree.abspath("w/a.txt")).st_ino == ino
+
+
+def test_the_trust_margin_covers_two_ticks_of_the_coarse_clock():
+    """Files are stamped from the kernel's ticking clock, which lags the precise one by
+    up to a tick: a record is trusted only once its ctime is two ticks old."""
+    import time
+
+    from intercode.sandbox.inbox.tree import CLOCK_REALTIME_COARSE, trust_ns
+
+    tick_ns = time.clock_getres(CLOCK_REALTIME_COARSE) * 1e9
+    assert trust_ns() == TRUST_NS
+    assert max(2 * tick_ns, 2_000_000) <= TRUST_NS <= 50_000_000
