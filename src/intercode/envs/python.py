@@ -26,6 +26,7 @@ from intercode.envs import arguments, python_apps, sandbox_state
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
+from intercode.envs.outcome_memo import OutcomeMemo
 from intercode.envs.settings import EnvSettings
 from intercode.errors import (
     ConfigError,
@@ -112,6 +113,7 @@ class PythonEnv(IntercodeEnv):
         self._functions: list[str] = []
         self._replayed: list[str] = []  # a warm spare's actions replayed ahead of a fork
         self._gold: list[Outcome] | None = None
+        self._memo = OutcomeMemo()  # the gold's side's answers, by question
         self._splits: list[SplitTest] | None = None
         self._cwd = "/"  # the interpreter's working directory after the latest action
 
@@ -305,19 +307,30 @@ class PythonEnv(IntercodeEnv):
 
     def _judge(self, splits: list[SplitTest], replies: list[Any]) -> list[Outcome]:
         """Each test's outcome with the agent's values, decided in the gold's sandbox
-        (which also runs the gold's tests in the same request, the first time)."""
+        (which also runs the gold's tests in the same request, the first time), or
+        taken from the answers it gave to the same question (see ``outcome_memo``)."""
         request: dict[str, Any] = {"tests": [{"template": s.template, "units": r}
                                              for s, r in zip(splits, replies, strict=True)],
                                    "timeout": self.test_timeout}
+        gold_question = self._gold_request()
+        if self._gold is None:
+            self._gold = self._memo.gold(gold_question)
+        known = self._memo.answer(gold_question, request)
+        if known is not None and self._gold is not None:
+            return known
         if self._gold is not None:
             result = self._run("gold", request, "judge", len(splits))
-            return _outcomes(_reply(result), len(splits), "the judge", result)
-        request["gold"] = self._gold_request()
-        result = self._run("gold", request, "judge", 2 * len(splits) + 2)
-        both = _reply(result)
-        both = both if isinstance(both, dict) else {}
-        self._gold = _outcomes(both.get("gold"), len(splits), "the gold's tests", result)
-        return _outcomes(both.get("pred"), len(splits), "the judge", result)
+            pred = _outcomes(_reply(result), len(splits), "the judge", result)
+        else:
+            result = self._run("gold", {**request, "gold": gold_question}, "judge",
+                               2 * len(splits) + 2)
+            both = _reply(result)
+            both = both if isinstance(both, dict) else {}
+            self._gold = _outcomes(both.get("gold"), len(splits), "the gold's tests", result)
+            pred = _outcomes(both.get("pred"), len(splits), "the judge", result)
+            self._memo.saw_gold(gold_question, self._gold)
+        self._memo.saw_answer(gold_question, request, pred)
+        return pred
 
     def _gold_request(self) -> dict[str, Any]:
         task = self.task
@@ -329,10 +342,13 @@ class PythonEnv(IntercodeEnv):
         """The tests' outcomes with the gold (once per episode)."""
         if self._gold is None:
             request = self._gold_request()
-            parts = len(request["tests"]) + 2
-            result = self._run("gold", request, "eval", parts)
-            self._gold = _outcomes(_reply(result), parts - 2, "the gold's tests",
-                                   result)
+            self._gold = self._memo.gold(request)
+            if self._gold is None:
+                parts = len(request["tests"]) + 2
+                result = self._run("gold", request, "eval", parts)
+                self._gold = _outcomes(_reply(result), parts - 2, "the gold's tests",
+                                       result)
+                self._memo.saw_gold(request, self._gold)
         return self._gold
 
     def _run(self, which: str, request: dict[str, Any], kind: str, parts: int) -> ExecResult:
