@@ -419,14 +419,52 @@ def states(exclude):
         except OSError:
             continue
         end = data.rfind(b")")
-        found[pid] = data[end + 2:end + 3]
+        state = data[end + 2:end + 3]
+        if state in (b"Z", b"X"):
+            thread = live_thread(pid)
+            if thread is not None:
+                state = thread[1]
+        found[pid] = state
+    return found
+
+
+def live_thread(pid):
+    """``(tid, state letter)`` of a live thread of ``pid`` whose first thread has exited
+    (``syscall(SYS_exit)`` in the main thread): its ``stat`` then says ``Z`` and its
+    ``maps`` is empty, but its other threads run on, a live process. A running thread is
+    preferred to a stopped one; ``None`` if no thread lives (a zombie, or gone)."""
+    try:
+        fd = os.open("%d/task" % pid, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC,
+                     dir_fd=PROC_FD)
+    except OSError:
+        return None
+    try:
+        tids = os.listdir(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    found = None
+    for name in tids:
+        if not name.isdigit() or int(name) == pid:
+            continue
+        try:
+            data = proc_read("%d/task/%s/stat" % (pid, name))
+        except OSError:
+            continue
+        state = data[data.rfind(b")") + 2:][:1]
+        if state in (b"Z", b"X"):
+            continue
+        if found is None or (found[1] in FROZEN_STATES and state not in FROZEN_STATES):
+            found = (int(name), state)
     return found
 
 
 def live_pids(exclude):
     """Pids of the processes in this pid namespace that are not zombies.
 
-    A process that is still exiting (freeing a large memory, say) counts as live.
+    A process that is still exiting (freeing a large memory, say) counts as live, as does
+    one whose first thread exited while others run on (see :func:`live_thread`).
     """
     return [pid for pid, state in states(exclude).items() if state not in (b"Z", b"X")]
 
@@ -442,8 +480,11 @@ def usage(exclude):
         try:
             status = proc_read("%s/status" % name)
             at = status.index(b"\nState:") + len(b"\nState:")
-            if status[at:at + 3].strip()[:1] in (b"Z", b"X"):  # as live_pids: not live
-                continue
+            if status[at:at + 3].strip()[:1] in (b"Z", b"X"):  # as live_pids: not live,
+                thread = live_thread(int(name))  # unless its other threads run on
+                if thread is None:
+                    continue
+                status = proc_read("%s/task/%d/status" % (name, thread[0]))
             held[int(name)] = _memory(status)
         except (OSError, IndexError, ValueError):
             continue

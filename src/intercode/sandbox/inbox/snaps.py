@@ -106,6 +106,10 @@ class Snapshots:
         for pid in shell.live_pids({1, os.getpid(), *spare, *self.held}):
             try:
                 maps = shell.proc_read("%d/maps" % pid)
+                if not maps:  # its first thread exited: another thread's (the same)
+                    thread = shell.live_thread(pid)
+                    if thread is not None:
+                        maps = shell.proc_read("%d/task/%d/maps" % (pid, thread[0]))
             except OSError:
                 if parent_of(pid) is None:
                     continue  # gone meanwhile
