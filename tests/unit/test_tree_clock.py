@@ -50,13 +50,31 @@ def test_unchanged_recent_entries_are_verified_not_rewritten(tmp_path):
     assert os.lstat(tree.abspath("w/a.txt")).st_ino == ino
 
 
-def test_the_trust_margin_covers_two_ticks_of_the_coarse_clock():
-    """Files are stamped from the kernel's ticking clock, which lags the precise one by
-    up to a tick: a record is trusted only once its ctime is two ticks old."""
+def test_the_trust_margin_covers_four_ticks_of_the_coarse_clock():
+    """Files are stamped from the kernel's ticking clock, which moves in whole ticks and
+    lags the precise one by up to about two: a record is trusted only once its ctime is
+    four ticks old (and never less than 10 ms)."""
     import time
 
     from intercode.sandbox.inbox.tree import CLOCK_REALTIME_COARSE, trust_ns
 
+    # the wall clock's coarse twin (file times are wall-clock times), not a monotonic one
+    assert abs(time.clock_gettime_ns(CLOCK_REALTIME_COARSE) - time.time_ns()) < 10**9
     tick_ns = time.clock_getres(CLOCK_REALTIME_COARSE) * 1e9
     assert trust_ns() == TRUST_NS
-    assert max(2 * tick_ns, 2_000_000) <= TRUST_NS <= 50_000_000
+    assert max(4 * tick_ns, 10_000_000) <= TRUST_NS <= 50_000_000
+
+
+def test_the_coarse_clock_lags_the_precise_one_by_less_than_the_margin():
+    """Measured: how far behind the precise clock the coarse one reads (a file's ctime
+    comes from the coarse one), over a few thousand samples."""
+    import time
+
+    from intercode.sandbox.inbox.tree import CLOCK_REALTIME_COARSE
+
+    worst = 0
+    for _ in range(5000):
+        fine = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        coarse = time.clock_gettime_ns(CLOCK_REALTIME_COARSE)
+        worst = max(worst, fine - coarse)
+    assert worst < TRUST_NS

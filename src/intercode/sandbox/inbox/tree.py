@@ -24,23 +24,24 @@ __all__ = ["DIR", "FILE", "LINK", "TRUST_NS", "Tree", "ancestors", "kind_of"]
 
 DIR, FILE, LINK = "d", "f", "l"
 
-CLOCK_REALTIME_COARSE = 6  # Linux's clock id (``time`` names it on no platform)
+CLOCK_REALTIME_COARSE = 5  # Linux's clock id (``time`` names it on no platform)
 
 
 def trust_ns():
     """How old a ctime must be, when we record it, for the record to be trusted.
 
-    A change within one clock tick of our last look at an entry may leave its ctime
-    unchanged on kernels that stamp files with a coarse clock (the ticking clock the
-    kernel reads for time stamps lags the precise one by up to a tick): such recent
-    records are checked by content instead. Twice the coarse clock's tick, measured
-    (4 ms at 250 Hz); 50 ms where it cannot be measured.
+    A change soon after our last look at an entry may leave its ctime unchanged on
+    kernels that stamp files with a coarse clock: the ticking clock the kernel reads for
+    time stamps moves in whole ticks and lags the precise one by up to about two of
+    them (6.7 ms measured at 250 Hz). Such recent records are checked by content
+    instead. Four ticks of the coarse clock, measured (16 ms at 250 Hz), at least 10 ms;
+    50 ms where it cannot be measured.
     """
     try:
         tick = time.clock_getres(CLOCK_REALTIME_COARSE)
     except (OSError, AttributeError):
         return 50 * 1000 * 1000
-    return min(50 * 1000 * 1000, max(2 * 1000 * 1000, int(2 * tick * 1e9)))
+    return min(50 * 1000 * 1000, max(10 * 1000 * 1000, int(4 * tick * 1e9)))
 
 
 TRUST_NS = trust_ns()
