@@ -55,23 +55,24 @@ def test_a_hidden_threads_write_through_a_mapping_does_not_survive_a_restore():
         env.close()
 
 
+EXIT_FIRST_THREAD = "ctypes.CDLL(None).syscall({'x86_64': 60, 'aarch64': 93}[os.uname().machine], 0)"
+
+
+def hidden_thread(path, body):
+    """Bash that writes ``path``: a Python program whose second thread runs ``body`` (``n``
+    counts its rounds) every 50 ms, once its first thread has exited."""
+    return (f"cat > {path} <<'P'\nimport ctypes, os, threading, time\ndef worker():\n"
+            f"    n = 0\n    while True:\n        n += 1\n        {body}\n"
+            f"        time.sleep(0.05)\nthreading.Thread(target=worker).start()\n"
+            f"{EXIT_FIRST_THREAD}\nP\n")
+
+
 def test_a_hidden_thread_is_stopped_while_the_sandbox_is_frozen():
     """Between actions the sandbox is frozen: nothing of the agent's runs."""
     env = make("bash")
     try:
-        env.step(r'''cat > /tmp/t.py <<'P'
-import ctypes, os, threading, time
-def worker():
-    n = 0
-    while True:
-        n += 1
-        open("/tmp/ticks", "w").write(str(n))
-        time.sleep(0.05)
-threading.Thread(target=worker).start()
-ctypes.CDLL(None).syscall({'x86_64': 60, 'aarch64': 93}[os.uname().machine], 0)
-P
-python3 /tmp/t.py &
-sleep 0.3''')
+        env.step(hidden_thread("/tmp/t.py", 'open("/tmp/ticks", "w").write(str(n))')
+                 + "python3 /tmp/t.py &\nsleep 0.3")
         a = int(env.step("cat /tmp/ticks")[0])
         time.sleep(2.0)  # frozen meanwhile
         b = int(env.step("cat /tmp/ticks")[0])
@@ -80,24 +81,13 @@ sleep 0.3''')
         env.close()
 
 
-SURVIVOR = r'''
-import subprocess, time
-open("/tmp/s.py", "w").write("""
-import ctypes, os, threading, time
-def worker():
-    n = 0
-    while True:
-        n += 1
-        with open('/tmp/alive', 'w') as f:
-            f.write('%d %d' % (os.getpid(), n))
-        time.sleep(0.05)
-threading.Thread(target=worker).start()
-ctypes.CDLL(None).syscall({'x86_64': 60, 'aarch64': 93}[os.uname().machine], 0)
-""")
+WRITES_ALIVE = "open('/tmp/alive', 'w').write('%d %d' % (os.getpid(), n))"
+SURVIVOR = f"""import subprocess, time
+subprocess.run(["bash", "-c", {hidden_thread("/tmp/s.py", WRITES_ALIVE)!r}])
 subprocess.Popen(["python3", "/tmp/s.py"], start_new_session=True)
 time.sleep(0.5)
 print(open("/tmp/alive").read())
-'''
+"""
 
 CHECK = """import os, time
 def alive():
@@ -110,7 +100,7 @@ print(a, '|', alive())"""
 def test_a_hidden_thread_does_not_survive_a_python_reset():
     env = make("python")
     try:
-        env.step(SURVIVOR)
+        assert env.step(SURVIVOR)[0].strip()  # it runs, and writes
         env.reset(options={"task": 1})
         out = env.step(CHECK)[0]
         assert out.split() == ["none", "|", "none"], f"episode 1 writes in episode 2: {out!r}"
@@ -122,16 +112,8 @@ def test_a_hidden_thread_does_not_survive_a_bash_reset():
     """Bash's reset signals every process (``kill(-1)``) and waits: it was never reached."""
     env = make("bash")
     try:
-        env.step(r'''cat > /tmp/s.py <<'P'
-import ctypes, os, threading, time
-def worker():
-    while True:
-        open('/tmp/alive', 'w').write(str(time.time()))
-        time.sleep(0.05)
-threading.Thread(target=worker).start()
-ctypes.CDLL(None).syscall({'x86_64': 60, 'aarch64': 93}[os.uname().machine], 0)
-P
-python3 /tmp/s.py & sleep 0.3''')
+        env.step(hidden_thread("/tmp/s.py", WRITES_ALIVE) + "python3 /tmp/s.py & sleep 0.3")
+        assert env.step("cat /tmp/alive")[0].strip()
         env.reset(options={"task": 0})
         out = env.step("sleep 0.5; cat /tmp/alive 2>&1 | head -c 40")[0]
         assert "No such file" in out
