@@ -3,11 +3,15 @@
 ``/proc/<pid>/stat`` then says ``Z`` and ``/proc/<pid>/maps`` is empty: the supervisor
 took such a process for a zombie (not running, nothing to stop or kill, no mapping),
 and its thread survived a Python reset, ran while the sandbox was frozen, and wrote
-through a shared mapping that a snapshot's restore then trusted.
+through a shared mapping that a snapshot's restore then trusted. And a thread the agent's
+interpreter starts ran while the sandbox was frozen: only the first thread was seen
+waiting for the next action.
 """
 from __future__ import annotations
 
 import time
+
+import pytest
 
 import intercode
 from intercode import testing
@@ -28,6 +32,7 @@ def worker():
     open("/tmp/done", "w").close()
     time.sleep(1e6)
 threading.Thread(target=worker).start()
+HIDE
 open("/tmp/mapped", "w").close()
 ctypes.CDLL(None).syscall({'x86_64': 60, 'aarch64': 93}[os.uname().machine], 0)
 P
@@ -40,10 +45,15 @@ def make(name):
     return env
 
 
-def test_a_hidden_threads_write_through_a_mapping_does_not_survive_a_restore():
+# not dumpable as well: its live thread's mappings cannot be read either
+HIDE_MAPS = "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)"
+
+
+@pytest.mark.parametrize("hide", ["", HIDE_MAPS], ids=["dumpable", "not-dumpable"])
+def test_a_hidden_threads_write_through_a_mapping_does_not_survive_a_restore(hide):
     env = make("bash")
     try:
-        out = env.step(ZOMBIE_WRITER)[0]
+        out = env.step(ZOMBIE_WRITER.replace("HIDE", hide))[0]
         assert out.startswith("AAAA"), out
         snap = env.snapshot()
         out = env.step("touch /tmp/go; until [ -e /tmp/done ]; do sleep 0.05; done; cat /tmp/f")[0]
@@ -117,5 +127,20 @@ def test_a_hidden_thread_does_not_survive_a_bash_reset():
         env.reset(options={"task": 0})
         out = env.step("sleep 0.5; cat /tmp/alive 2>&1 | head -c 40")[0]
         assert "No such file" in out
+    finally:
+        env.close()
+
+
+def test_a_thread_of_the_interpreter_is_stopped_while_the_sandbox_is_frozen():
+    """The interpreter's first thread waits for the next action; one it started ran on."""
+    env = make("python")
+    try:
+        env.step("import threading, time\nticks = [0]\ndef worker():\n    while True:\n"
+                 "        ticks[0] += 1\n        time.sleep(0.01)\n"
+                 "threading.Thread(target=worker, daemon=True).start()\ntime.sleep(0.2)")
+        a = int(env.step("print(ticks[0])")[0])
+        time.sleep(2.0)  # frozen meanwhile
+        b = int(env.step("print(ticks[0])")[0])
+        assert b - a < 20, f"a thread ran while the sandbox was frozen ({b - a} ticks)"
     finally:
         env.close()

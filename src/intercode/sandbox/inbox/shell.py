@@ -570,7 +570,9 @@ def freeze_step(idle):
 
 
 def blocked_reading(pid, fd=None):
-    """Whether ``pid`` sleeps in ``read`` (on descriptor ``fd``, if given)."""
+    """Whether ``pid`` sleeps in ``read`` (on descriptor ``fd``, if given) and has no other
+    thread: ``syscall`` shows the first thread only, and a thread the agent's interpreter
+    started runs on while the first one waits for the next action."""
     if READ_SYSCALL is None:
         return False
     try:
@@ -579,7 +581,19 @@ def blocked_reading(pid, fd=None):
         return False
     if len(fields) < 2 or fields[0] != READ_SYSCALL:
         return False
-    return fd is None or fields[1] == b"%#x" % fd
+    if fd is not None and fields[1] != b"%#x" % fd:
+        return False
+    return single_threaded(pid)
+
+
+def single_threaded(pid):
+    """Whether process ``pid`` runs one thread (``False`` if it is gone)."""
+    try:
+        status = proc_read("%d/status" % pid)
+    except OSError:
+        return False
+    at = status.find(b"\nThreads:")
+    return at >= 0 and status[at + len(b"\nThreads:"):].split(None, 1)[:1] == [b"1"]
 
 
 THAW_ROUNDS = 8  # scans of a thaw that leaves some processes stopped (see thaw)

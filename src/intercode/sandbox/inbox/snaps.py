@@ -111,7 +111,7 @@ class Snapshots:
                     if thread is not None:
                         maps = shell.proc_read("%d/task/%d/maps" % (pid, thread[0]))
             except OSError:
-                if parent_of(pid) is None:
+                if parent_of(pid) is None and shell.live_thread(pid) is None:
                     continue  # gone meanwhile
                 return None
             # address perms offset dev inode [path]: one pass of a regular expression (an
