@@ -98,12 +98,14 @@ class Snapshots:
     def mapped_writable(self):
         """``{(st_dev, st_ino)}`` of the files the sandbox's processes have mapped shared
         and writable (see ``Tree.snapshot``), or ``None`` if a process's mappings cannot
-        be read (an agent's process may make itself not dumpable). The spare is left
-        out, as are the held interpreters: not dumpable, running none of the agent's code
-        (see ``pyrepl.child_setup``, ``pyhold``)."""
+        be read (an agent's process may make itself not dumpable). The spare and the
+        zygote are left out (forked by this process, running none of the agent's code).
+        The held interpreters are not: their pids come from the agent's interpreter,
+        which may report a process of its own (a real held copy is not dumpable, so
+        while one is held, no file's record is trusted)."""
         spare = tuple(self.shell.resident())  # the spare and the zygote
         found = set()
-        for pid in shell.live_pids({1, os.getpid(), *spare, *self.held}):
+        for pid in shell.live_pids({1, os.getpid(), *spare}):
             try:
                 maps = shell.proc_read("%d/maps" % pid)
                 if not maps:  # its first thread exited: another thread's (the same)
