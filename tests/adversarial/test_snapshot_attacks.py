@@ -523,21 +523,11 @@ def test_a_snapshot_is_copied_only_between_sandboxes_of_one_docker_or_bwrap_back
 # copies (a real one is not dumpable), so a process of the agent's, reported as the held
 # copy of one snapshot, hid its shared writable mapping from the next snapshot, which
 # trusted the file's record; a write through the mapping then survived the restore.
-FAKE_HELD_MAPPER = r'''
-import gc, mmap, os, time
-fd = os.open("/tmp/f", os.O_RDWR | os.O_CREAT, 0o644)
-os.write(fd, b"AAAA")
-W = os.fork()
-if W == 0:
-    m = mmap.mmap(fd, 4)
-    m[0:4] = b"AAAA"  # the first write fault dates the file; later writes do not
-    open("/tmp/mapped", "w").close()
-    while not os.path.exists("/tmp/go"):
-        time.sleep(0.01)
-    m[0:4] = b"BBBB"
-    open("/tmp/done", "w").close()
-    time.sleep(1e6)
-os.close(fd)
+WRITER_PROGRAM = MMAP_WRITER.split("<<'P'\n", 1)[1].split("\nP\n", 1)[0]
+FAKE_HELD_MAPPER = f"""
+import gc, os, subprocess, time
+open("/tmp/w.py", "w").write({WRITER_PROGRAM!r})
+W = subprocess.Popen(["python3", "/tmp/w.py", "dumpable"]).pid
 while not os.path.exists("/tmp/mapped"):
     time.sleep(0.01)
 for d in gc.get_objects():
@@ -551,7 +541,7 @@ for d in gc.get_objects():
             time.sleep(0.2)  # a real copy, once the supervisor has read the mappings
             return _real(flush)
         d["hold"] = fake
-'''
+"""
 
 
 def test_a_fake_held_copys_mapping_does_not_survive_a_restore():
