@@ -56,7 +56,8 @@ def _copy(outcomes: list[Outcome]) -> list[Outcome]:
 
 class _Bounded(OrderedDict[str, list[Outcome]]):
     """Outcome lists by key, the least recently used dropped first past ``entries`` lists
-    or :data:`MAX_MAP_CHARS` characters of JSON in all."""
+    or :data:`MAX_MAP_CHARS` characters of JSON in all; a list over :data:`MAX_CHARS` is
+    not kept."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -65,6 +66,8 @@ class _Bounded(OrderedDict[str, list[Outcome]]):
 
     def keep(self, key: str, value: list[Outcome], entries: int) -> None:
         size = len(json.dumps(value))
+        if size > MAX_CHARS:
+            return
         self.total += size - self.sizes.get(key, 0)
         self.sizes[key] = size
         self[key] = value
@@ -90,18 +93,22 @@ class OutcomeMemo:
         self._golds: _Bounded = _Bounded()  # gold outcomes confirmed (or _UNSTABLE)
         self._answers: _Bounded = _Bounded()  # answers' outcomes equal to their gold's
 
-    def gold(self, gold_question: Any) -> list[Outcome] | None:
-        """The gold's confirmed outcomes for its request, or None."""
-        key = _key(gold_question)
-        found = self._golds.get(key)
+    def _confirmed(self, gold_key: str) -> list[Outcome] | None:
+        """The confirmed gold outcomes kept under ``gold_key`` (not a copy), or None."""
+        found = self._golds.get(gold_key)
         if not found:  # (None, or _UNSTABLE)
             return None
-        self._golds.move_to_end(key)
-        return _copy(found)
+        self._golds.move_to_end(gold_key)
+        return found
+
+    def gold(self, gold_question: Any) -> list[Outcome] | None:
+        """The gold's confirmed outcomes for its request, or None."""
+        found = self._confirmed(_key(gold_question))
+        return None if found is None else _copy(found)
 
     def saw_gold(self, gold_question: Any, outcomes: list[Outcome]) -> None:
         """The gold's side reported ``outcomes`` for the gold's request."""
-        if not decided_alone(outcomes) or len(json.dumps(outcomes)) > MAX_CHARS:
+        if not decided_alone(outcomes):
             return
         key = _key(gold_question)
         if key in self._golds:
@@ -117,9 +124,10 @@ class OutcomeMemo:
 
     def answer(self, gold_question: Any, question: Any) -> list[Outcome] | None:
         """The outcomes once given for an answer's ``question``, or None."""
-        if self.gold(gold_question) is None:
+        gold_key = _key(gold_question)
+        if self._confirmed(gold_key) is None:
             return None
-        key = _key([gold_question, question])
+        key = _key([gold_key, question])
         found = self._answers.get(key)
         if found is None:
             return None
@@ -129,7 +137,8 @@ class OutcomeMemo:
     def saw_answer(self, gold_question: Any, question: Any, outcomes: list[Outcome]) -> None:
         """The gold's side judged an answer's ``question`` as ``outcomes``: kept only if
         they equal the gold's confirmed outcomes."""
-        gold = self.gold(gold_question)
-        if gold is None or outcomes != gold or not decided_alone(outcomes):
+        gold_key = _key(gold_question)
+        gold = self._confirmed(gold_key)
+        if gold is None or outcomes != gold:  # (a confirmed gold ran out of no time)
             return
-        self._answers.keep(_key([gold_question, question]), _copy(outcomes), self.entries)
+        self._answers.keep(_key([gold_key, question]), _copy(outcomes), self.entries)
