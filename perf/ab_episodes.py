@@ -28,7 +28,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +37,10 @@ HERE = Path(__file__).resolve().parent
 def _picks(kind: str, env: Any) -> list[int]:
     import random
 
-    from common import episode
+    from common import cached_gold_tasks, episode
 
     if kind == "bash":
-        slow: set[int] = set()
-        for _ in range(2):  # fills the gold cache (some results are confirmed first)
-            for index in range(len(env.dataset)):
-                start = time.perf_counter()
-                episode(env, index)
-                if time.perf_counter() - start > 0.5:
-                    slow.add(index)
-        return [i for i in range(len(env.dataset))
-                if i not in slow and env._gold_key(env.dataset[i]) is not None]
+        return cached_gold_tasks(env)[0]
     if kind == "python":
         from bench_python import CHEAP_S, _own_cpu_s
 

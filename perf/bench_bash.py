@@ -45,7 +45,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import episode_cpu_split, episode_cpu_whole, pipe_floor, samples_ms, timed_run
+from common import (
+    cached_gold_tasks,
+    episode_cpu_split,
+    episode_cpu_whole,
+    pipe_floor,
+    samples_ms,
+    timed_run,
+)
 
 
 def timed(fn: Callable[[], object], runs: int, warmup: int = 20) -> dict[str, float]:
@@ -274,20 +281,10 @@ def episode_cpu(cores: int, rounds: int = 5) -> dict[str, object]:
 
     env = BashEnv("nl2bash", backend="bwrap")
     env.warm_up()
-    slow: list[int] = []
     wholes: list[float] = []
     passes: list[float] = []
     try:
-        for _ in range(2):  # fills the gold cache (twice: some results are confirmed first)
-            for index in range(len(env.dataset)):
-                start = time.perf_counter()
-                env.reset(options={"task": index})
-                env.step(env.task.gold)
-                env.step("submit")
-                if time.perf_counter() - start > 0.5:
-                    slow.append(index)
-        tasks = [i for i in range(len(env.dataset)) if i not in slow
-                 and env._gold_key(env.dataset[i]) is not None]  # cached: the gold never runs
+        tasks, slow = cached_gold_tasks(env)  # the gold never runs in the loops below
         for _ in range(rounds):
             # the episodes as they are: nothing but theirs in them
             wholes.append(episode_cpu_whole(env, tasks))
@@ -308,7 +305,7 @@ def episode_cpu(cores: int, rounds: int = 5) -> dict[str, object]:
     # (the phases' split of the sandbox's CPU is rough: a process's CPU is counted when it
     # is reaped, so the shell's own shows up at the reset that replaces it)
     out: dict[str, object] = {
-        "episodes": rounds * len(tasks), "tasks": len(tasks), "slow_tasks": sorted(set(slow)),
+        "episodes": rounds * len(tasks), "tasks": len(tasks), "slow_tasks": slow,
         "phases": per, "episode_cpu_ms_phased": phased, "episode_cpu_ms": total,
         "episode_cpu_ms_rounds": wholes, "of_which_gold_commands_ms": own,
         "gold_commands_ms_rounds": passes, "of_which_the_rest_ms": total - own,

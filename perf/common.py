@@ -101,6 +101,22 @@ def episode(env: Any, index: int) -> None:
     env.step("submit")
 
 
+def cached_gold_tasks(env: Any) -> tuple[list[int], list[int]]:
+    """A Bash environment's tasks whose gold result is stored and whose episode takes
+    under 0.5 s, and the slower ones (the walkers), after every task's gold episode ran
+    twice (which fills the gold cache: some results are stored only once confirmed)."""
+    slow: set[int] = set()
+    for _ in range(2):
+        for index in range(len(env.dataset)):
+            start = time.perf_counter()
+            episode(env, index)
+            if time.perf_counter() - start > 0.5:
+                slow.add(index)
+    fast = [i for i in range(len(env.dataset))
+            if i not in slow and env._gold_key(env.dataset[i]) is not None]
+    return fast, sorted(slow)
+
+
 def episode_cpu_whole(env: Any, picks: list[int]) -> float:
     """Mean CPU milliseconds per episode of ``picks``, this process's and its
     sandboxes', measured around the whole loop: nothing else runs between episodes (the
