@@ -551,9 +551,11 @@ def test_a_fake_held_copys_mapping_does_not_survive_a_restore():
         first = env.snapshot()  # its "held copy" is the writer
         time.sleep(0.1)  # the file's ctime is old enough to be trusted
         snap = env.snapshot()
-        out = env.step("import os, signal, time\nos.kill(W, signal.SIGCONT)\n"
-                       "open('/tmp/go', 'w').close()\n"
-                       "while not os.path.exists('/tmp/done'): time.sleep(0.01)\n"
+        # continued again and again: a freeze still on its way when the action starts
+        # stops the "held copy" again, and a thaw leaves held copies stopped
+        out = env.step("import os, signal, time\nopen('/tmp/go', 'w').close()\n"
+                       "while not os.path.exists('/tmp/done'):\n"
+                       "    os.kill(W, signal.SIGCONT); time.sleep(0.01)\n"
                        "print(open('/tmp/f').read())")[0]
         assert out.strip() == "BBBB"
         env.restore(snap)
