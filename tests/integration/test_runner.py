@@ -195,6 +195,34 @@ def test_a_worker_that_dies_mid_episode_is_recorded_and_replaced(tmp_path):
     assert sum(r["status"] == "ok" for r in got) == 3
 
 
+def test_quick_episodes_get_their_next_task_ahead_and_a_death_loses_none_of_them(tmp_path):
+    """A worker whose episodes are quick is sent its next task with the current one; when
+    it dies, the episode it ran is an error and the task it had not started runs in
+    another worker (neither lost nor recorded as an error)."""
+    traj = tmp_path / "quick.jsonl"
+    with traj.open("w") as fh:
+        for t in range(8):
+            turns = [{"action": "true", "observation": "", "reward": 0}]
+            fh.write(json.dumps({"task": t, "status": "ok", "reward": 0, "turns": turns}) + "\n")
+    spec = WorkerSpec(env="bash", dataset="bash-demo", agent="replay", trajectories=str(traj))
+    executor = LocalExecutor(spec, workers=2)
+    got: list[dict] = []
+    held: list[list[int]] = []
+
+    def on_record(rec: dict) -> None:
+        got.append(rec)
+        if not held:
+            victim = max(executor._pool, key=lambda w: len(w.tasks))
+            held.append(list(victim.tasks))
+            os.kill(victim.proc.pid, signal.SIGKILL)
+
+    executor.run(list(range(8)), on_record)
+    assert len(held[0]) == 2  # the worker that sent the first record got two tasks
+    assert sorted(r["task"] for r in got) == list(range(8))  # each exactly once
+    errors = [r for r in got if r["status"] == "error"]
+    assert len(errors) == 1 and errors[0]["task"] in held[0]
+    assert "worker process died" in errors[0]["error"]
+
 class KillsItsSandbox(Policy):
     """Kills the agent's sandbox before its first action: an infrastructure fault."""
 
@@ -306,3 +334,41 @@ def test_a_script_without_a_main_guard_is_one_clear_error(tmp_path, guarded):
         "intercode.errors.RunAborted: the script starts a run when it is imported: worker "
         'processes import the main script, so call execute() under `if __name__ == '
         '"__main__":`')
+
+
+FORK_SERVER_THREADS = """
+import os, sys
+from multiprocessing import forkserver
+from intercode.runner.executors import start_fork_server, worker_context
+
+def status(pid, what):
+    with open(f"/proc/{pid}/{what}", "rb") as fh:
+        return fh.read()
+
+if __name__ == "__main__":
+    before = dict(os.environ)
+    ctx = worker_context("bash")
+    start_fork_server(ctx)
+    assert dict(os.environ) == before  # this process's environment is as it was
+    child = ctx.Process(target=os.getpid)  # served once the server has imported everything
+    child.start(); child.join()
+    server = forkserver._forkserver._forkserver_pid
+    environ = status(server, "environ").split(b"\\0")
+    print(sorted(e.decode() for e in environ if e.startswith(b"OPENBLAS_NUM_THREADS=")))
+"""
+
+
+@pytest.mark.parametrize("given", [None, "3"])
+def test_the_fork_server_runs_its_math_libraries_on_one_thread(tmp_path, given):
+    """NumPy's OpenBLAS started its threads in the fork server and spun them (as much
+    CPU again as the import): the server is told one thread, unless the run's
+    environment says otherwise, and the run's own environment is left as it was."""
+    script = tmp_path / "server.py"
+    script.write_text(FORK_SERVER_THREADS)
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"['OPENBLAS_NUM_THREADS={given or 1}']"

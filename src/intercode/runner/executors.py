@@ -10,7 +10,7 @@ import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -29,7 +29,7 @@ OnRoot = Callable[[dict[str, Any] | None], None]
 # RunAborted lives in intercode.errors; it stays importable from here
 __all__ = ["Executor", "ExecutorFactory", "InlineExecutor", "LocalExecutor",
            "LocalExecutorFactory", "OnRecord", "OnRoot", "RunAborted", "error_record",
-           "refuse_nested_start", "worker_context"]
+           "refuse_nested_start", "start_fork_server", "worker_context"]
 
 
 class Executor(Protocol):
@@ -74,11 +74,7 @@ class LocalExecutorFactory(ExecutorFactory):
     def prepare(self, spec_env: str) -> None:
         """Start the fork server now: it imports the workers' modules while the run
         checks its sandbox and root file system."""
-        ctx = worker_context(spec_env)
-        if ctx.get_start_method() == "forkserver":
-            from multiprocessing import forkserver
-
-            forkserver.ensure_running()
+        start_fork_server(worker_context(spec_env))
 
     def __call__(self, spec: WorkerSpec, workers: int, on_root: OnRoot) -> Executor:
         """A :class:`LocalExecutor` (the root is this machine's: ``on_root`` unused)."""
@@ -119,6 +115,32 @@ def worker_context(env: str) -> Any:
     return ctx
 
 
+# what the fork server's math libraries are told, unless the run's environment says
+# otherwise: one thread each. NumPy's OpenBLAS (Gymnasium imports NumPy) started a thread
+# per core at import and spun them, which cost the server's start about as much CPU again
+# as the import itself (on 2 cores: 70 ms); the workers forked from the server run side
+# by side, one per core, and never need a library's own threads.
+ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def start_fork_server(ctx: Any) -> None:
+    """Start ``ctx``'s fork server, if it is one and not running yet, with
+    :data:`ONE_THREAD` in its environment (this process's environment is as it was
+    before, once the server is started: the workers get the run's own)."""
+    if ctx.get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    added = [name for name in ONE_THREAD if name not in os.environ]
+    for name in added:
+        os.environ[name] = "1"
+    try:
+        forkserver.ensure_running()
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
 def _env_module(env: str) -> list[str]:
     """The module of benchmark ``env``'s environment class, if it is known here."""
     from intercode.benchmarks import get
@@ -146,12 +168,27 @@ def _umask() -> int | None:
     return None
 
 
+# A worker whose last episode took less than this is sent its next task with the current
+# one: it starts it as soon as it has sent its record, without waiting for this process
+# to be scheduled, read the record and answer (on a small machine, busy with the other
+# workers' sandboxes, that wait was a tenth of a short episode). A worker with long
+# episodes (a model's turns) gets one task at a time, so that at the end of a run no
+# task waits behind a long one while another worker is idle.
+PREFETCH_BELOW_S = 0.1
+
+
 @dataclass
 class _Worker:
     wid: int
     proc: BaseProcess
     conn: Connection
-    task: int | None = None
+    tasks: list[int] = field(default_factory=list)  # sent, in order; the first runs
+    quick: bool = False  # its last episode took less than PREFETCH_BELOW_S
+
+    @property
+    def task(self) -> int | None:
+        """The task it runs (or will run next), if any."""
+        return self.tasks[0] if self.tasks else None
 
 
 class LocalExecutor:
@@ -171,6 +208,8 @@ class LocalExecutor:
         """Run every task; call ``on_record`` in this process as each one finishes."""
         queue = list(tasks)
         try:
+            if queue:
+                start_fork_server(self._ctx)
             for _ in range(min(self.workers, len(queue))):
                 self._spawn()
             for w in self._pool:
@@ -198,11 +237,12 @@ class LocalExecutor:
         return worker
 
     def _dispatch(self, worker: _Worker, queue: list[int]) -> None:
-        if queue:
-            worker.task = queue.pop(0)
-            worker.conn.send(worker.task)
-        else:
-            worker.task = None
+        """Send tasks until the worker has one (two while its episodes are quick)."""
+        depth = 2 if worker.quick else 1
+        while queue and len(worker.tasks) < depth:
+            task = queue.pop(0)
+            worker.tasks.append(task)
+            worker.conn.send(task)
 
     def _step(self, queue: list[int], on_record: OnRecord) -> None:
         busy = [w for w in self._pool if w.task is not None]
@@ -218,6 +258,9 @@ class LocalExecutor:
                 elif "fatal" in msg:
                     raise RunAborted(msg["fatal"])
                 else:
+                    w.tasks.pop(0)
+                    duration = msg["record"].get("duration_s")
+                    w.quick = isinstance(duration, float) and duration < PREFETCH_BELOW_S
                     self._dispatch(w, queue)  # keep the worker busy while we write
                     on_record(msg["record"])
             elif w.proc.sentinel in ready:
@@ -230,6 +273,8 @@ class LocalExecutor:
             raise RunAborted(NO_MAIN_GUARD)
         if worker.task is not None:
             on_record(_died(self.spec, worker.task, worker.wid, code))
+        queue[:0] = worker.tasks[1:]  # sent after the one it died in: never started
+        worker.tasks = []
         self._pool.remove(worker)
         worker.conn.close()
         if queue:
