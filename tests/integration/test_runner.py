@@ -337,38 +337,87 @@ def test_a_script_without_a_main_guard_is_one_clear_error(tmp_path, guarded):
 
 
 FORK_SERVER_THREADS = """
-import os, sys
-from multiprocessing import forkserver
-from intercode.runner.executors import start_fork_server, worker_context
+import os
+from intercode.runner.executors import worker_context
 
-def status(pid, what):
-    with open(f"/proc/{pid}/{what}", "rb") as fh:
-        return fh.read()
+def report(conn):
+    conn.send({k: v for k, v in os.environ.items() if k.endswith("_NUM_THREADS")})
 
 if __name__ == "__main__":
     before = dict(os.environ)
     ctx = worker_context("bash")
-    start_fork_server(ctx)
-    assert dict(os.environ) == before  # this process's environment is as it was
-    child = ctx.Process(target=os.getpid)  # served once the server has imported everything
-    child.start(); child.join()
-    server = forkserver._forkserver._forkserver_pid
-    environ = status(server, "environ").split(b"\\0")
-    print(sorted(e.decode() for e in environ if e.startswith(b"OPENBLAS_NUM_THREADS=")))
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=report, args=(child,))  # forked from the server as it is
+    proc.start()
+    print(sorted(parent.recv().items()))
+    proc.join()
+    assert dict(os.environ) == before  # this process's environment is never touched
 """
 
 
-@pytest.mark.parametrize("given", [None, "3"])
+@pytest.mark.parametrize("given", [None, "OMP_NUM_THREADS=4"])
 def test_the_fork_server_runs_its_math_libraries_on_one_thread(tmp_path, given):
     """NumPy's OpenBLAS started its threads in the fork server and spun them (as much
-    CPU again as the import): the server is told one thread, unless the run's
-    environment says otherwise, and the run's own environment is left as it was."""
+    CPU again as the import): the server tells its math libraries one thread, unless
+    the run's environment names a number of threads for any of them."""
     script = tmp_path / "server.py"
     script.write_text(FORK_SERVER_THREADS)
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     if given is not None:
-        env["OPENBLAS_NUM_THREADS"] = given
+        name, value = given.split("=")
+        env[name] = value
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == f"['OPENBLAS_NUM_THREADS={given or 1}']"
+    if given is None:
+        assert proc.stdout.strip() == ("[('MKL_NUM_THREADS', '1'), ('OMP_NUM_THREADS', '1'), "
+                                       "('OPENBLAS_NUM_THREADS', '1')]")
+    else:
+        assert proc.stdout.strip() == "[('OMP_NUM_THREADS', '4')]"
+
+
+def _replays(path: Path, actions: list[str]) -> None:
+    with path.open("w") as fh:
+        for t, action in enumerate(actions):
+            turns = [{"action": action, "observation": "", "reward": 0}]
+            fh.write(json.dumps({"task": t, "status": "ok", "reward": 0, "turns": turns}) + "\n")
+
+
+def test_a_task_sent_to_a_worker_that_just_died_is_not_a_crash(tmp_path):
+    """The worker finished a task sent ahead and died in the next one while this process
+    was still writing an earlier record: the next send to it fails (a closed pipe). The
+    run goes on: the episode it died in is an error, the task the send failed for runs in
+    a new worker."""
+    traj = tmp_path / "t.jsonl"
+    _replays(traj, ["true", "true", "sleep 5", "true", "true", "true"])
+    spec = WorkerSpec(env="bash", dataset="bash-demo", agent="replay", trajectories=str(traj))
+    executor = LocalExecutor(spec, workers=1)
+    got: list[dict] = []
+
+    def on_record(rec: dict) -> None:
+        got.append(rec)
+        if rec["task"] == 0:
+            worker = executor._pool[0]
+            assert worker.tasks == [1, 2]  # sent ahead
+            deadline = time.monotonic() + 60
+            while not worker.conn.poll() and time.monotonic() < deadline:
+                time.sleep(0.01)  # task 1's record has come; task 2 runs
+            time.sleep(0.3)
+            os.kill(worker.proc.pid, signal.SIGKILL)
+            worker.proc.join()
+
+    executor.run(list(range(6)), on_record)
+    assert {r["task"]: r["status"] for r in got} == {0: "ok", 1: "ok", 2: "error", 3: "ok",
+                                                     4: "ok", 5: "ok"}
+
+
+def test_no_task_is_sent_ahead_among_the_last_ones(tmp_path):
+    """Two quick episodes, then two long ones: the long ones run side by side (sent
+    ahead, both would have gone to the first worker done, the other idle)."""
+    traj = tmp_path / "t.jsonl"
+    _replays(traj, ["true", "true", "sleep 2", "sleep 2"])
+    spec = WorkerSpec(env="bash", dataset="bash-demo", agent="replay", trajectories=str(traj))
+    got: list[dict] = []
+    LocalExecutor(spec, workers=2).run([0, 1, 2, 3], got.append)
+    workers = {r["task"]: r["worker"] for r in got}
+    assert workers[2] != workers[3]

@@ -15,6 +15,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from intercode.agents.names import STRATEGIES
 from intercode.errors import FatalRunError, RunAborted
 from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_main
 
@@ -29,7 +30,7 @@ OnRoot = Callable[[dict[str, Any] | None], None]
 # RunAborted lives in intercode.errors; it stays importable from here
 __all__ = ["Executor", "ExecutorFactory", "InlineExecutor", "LocalExecutor",
            "LocalExecutorFactory", "OnRecord", "OnRoot", "RunAborted", "error_record",
-           "refuse_nested_start", "start_fork_server", "worker_context"]
+           "refuse_nested_start", "worker_context"]
 
 
 class Executor(Protocol):
@@ -74,7 +75,11 @@ class LocalExecutorFactory(ExecutorFactory):
     def prepare(self, spec_env: str) -> None:
         """Start the fork server now: it imports the workers' modules while the run
         checks its sandbox and root file system."""
-        start_fork_server(worker_context(spec_env))
+        ctx = worker_context(spec_env)
+        if ctx.get_start_method() == "forkserver":
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
 
     def __call__(self, spec: WorkerSpec, workers: int, on_root: OnRoot) -> Executor:
         """A :class:`LocalExecutor` (the root is this machine's: ``on_root`` unused)."""
@@ -97,10 +102,11 @@ def refuse_nested_start() -> None:
 
 
 # what a fork server imports once for all the workers it forks (besides the environment's
-# own module): a worker forked from it starts without importing anything
-_PRELOAD = ("intercode.runner.worker", "intercode.runner.episode", "intercode.envs.factory",
-           "intercode.agents.gold", "intercode.agents.replay", "gymnasium",
-           "intercode.runner.preload")
+# own module): a worker forked from it starts without importing anything. The first
+# tells the math libraries one thread (see onethread), before NumPy is imported.
+_PRELOAD = ("intercode.runner.onethread", "intercode.runner.worker", "intercode.runner.episode",
+            "intercode.envs.factory", "intercode.agents.gold", "intercode.agents.replay",
+            "gymnasium", "intercode.runner.preload")
 
 
 def worker_context(env: str) -> Any:
@@ -113,32 +119,6 @@ def worker_context(env: str) -> Any:
     # taken when the server starts: the first run of this process chooses them
     ctx.set_forkserver_preload([*_PRELOAD, *_env_module(env)])
     return ctx
-
-
-# what the fork server's math libraries are told, unless the run's environment says
-# otherwise: one thread each. NumPy's OpenBLAS (Gymnasium imports NumPy) started a thread
-# per core at import and spun them, which cost the server's start about as much CPU again
-# as the import itself (on 2 cores: 70 ms); the workers forked from the server run side
-# by side, one per core, and never need a library's own threads.
-ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def start_fork_server(ctx: Any) -> None:
-    """Start ``ctx``'s fork server, if it is one and not running yet, with
-    :data:`ONE_THREAD` in its environment (this process's environment is as it was
-    before, once the server is started: the workers get the run's own)."""
-    if ctx.get_start_method() != "forkserver":
-        return
-    from multiprocessing import forkserver
-
-    added = [name for name in ONE_THREAD if name not in os.environ]
-    for name in added:
-        os.environ[name] = "1"
-    try:
-        forkserver.ensure_running()
-    finally:
-        for name in added:
-            os.environ.pop(name, None)
 
 
 def _env_module(env: str) -> list[str]:
@@ -171,9 +151,10 @@ def _umask() -> int | None:
 # A worker whose last episode took less than this is sent its next task with the current
 # one: it starts it as soon as it has sent its record, without waiting for this process
 # to be scheduled, read the record and answer (on a small machine, busy with the other
-# workers' sandboxes, that wait was a tenth of a short episode). A worker with long
-# episodes (a model's turns) gets one task at a time, so that at the end of a run no
-# task waits behind a long one while another worker is idle.
+# workers' sandboxes, that wait was a tenth of a short episode). Not for the agents that
+# call a model (their episodes are long: the wait does not count), and not among the
+# run's last tasks (one per worker): a task sent ahead waits behind the worker's current
+# one, and at the end of a run another worker could have taken it at once.
 PREFETCH_BELOW_S = 0.1
 
 
@@ -201,6 +182,7 @@ class LocalExecutor:
         self.spec = spec
         self.workers = max(1, workers)
         self._ctx = worker_context(spec.env)
+        self._ahead = spec.agent not in STRATEGIES  # whether tasks may be sent ahead
         self._pool: list[_Worker] = []
         self._next_id = 0
 
@@ -208,8 +190,6 @@ class LocalExecutor:
         """Run every task; call ``on_record`` in this process as each one finishes."""
         queue = list(tasks)
         try:
-            if queue:
-                start_fork_server(self._ctx)
             for _ in range(min(self.workers, len(queue))):
                 self._spawn()
             for w in self._pool:
@@ -237,12 +217,17 @@ class LocalExecutor:
         return worker
 
     def _dispatch(self, worker: _Worker, queue: list[int]) -> None:
-        """Send tasks until the worker has one (two while its episodes are quick)."""
-        depth = 2 if worker.quick else 1
-        while queue and len(worker.tasks) < depth:
+        """Send tasks until the worker has one (two while its episodes are quick, see
+        :data:`PREFETCH_BELOW_S`). A send to a worker that died meanwhile fails: the
+        task stays its own, and its death is handled with them (see :meth:`_replace`)."""
+        ahead = self._ahead and worker.quick and len(queue) > len(self._pool)
+        while queue and len(worker.tasks) < (2 if ahead else 1):
             task = queue.pop(0)
             worker.tasks.append(task)
-            worker.conn.send(task)
+            try:
+                worker.conn.send(task)
+            except OSError:  # its end of the pipe is closed: its death comes next
+                return
 
     def _step(self, queue: list[int], on_record: OnRecord) -> None:
         busy = [w for w in self._pool if w.task is not None]
