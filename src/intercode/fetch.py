@@ -10,12 +10,9 @@ file is checked against its sha256, or its git blob id where that is what pins i
 from __future__ import annotations
 
 import hashlib
-import http.client
 import logging
 import os
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from intercode.datafiles import FILES, REPOSITORY, REVISION, DataFile
@@ -102,6 +99,12 @@ def blob_id(data: bytes) -> str:
 
 
 def _download(spec: DataFile, target: Path, attempts: int = 3) -> None:
+    # imported here: urllib's HTTP client brings ssl (9 ms), which every process that
+    # reads a cached or mirrored file paid for nothing
+    import http.client
+    import urllib.error
+    import urllib.request
+
     url = os.environ.get("INTERCODE_DATA_URL", DEFAULT_URL).rstrip("/") + "/" + spec.upstream
     try:
         request = urllib.request.Request(url)

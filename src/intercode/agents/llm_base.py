@@ -8,14 +8,13 @@ the ids of the messages each call sent (``prompts``; the messages themselves in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from intercode.agents.base import Action, Policy
+from intercode.agents.options import StrategyOptions
 from intercode.agents.parsing import Parsed, language, retry_message, truncate_observation
 from intercode.benchmarks import get
 from intercode.datasets import Task
-from intercode.errors import ConfigError
 from intercode.llm.client import ChatClient, Completion, Message
 from intercode.llm.message_ids import stored
 
@@ -25,25 +24,6 @@ __all__ = ["OBSERVATION_LIMITS", "LlmPolicy", "StrategyOptions"]
 # (native tool calling: Try Again's)
 OBSERVATION_LIMITS = {"try-again": (1000, 50), "single-turn": (1000, 50), "react": (350, 25),
                       "plan-solve": (1000, 25), "tools": (1000, 50)}
-
-
-@dataclass(frozen=True)
-class StrategyOptions:
-    """Settings of the LLM strategies; ``None`` means upstream's default."""
-
-    observation_chars: int | None = None
-    observation_rows: int | None = None
-    dialogue_limit: int | None = None
-    refine_turns: int = 3
-    show_reward: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("observation_chars", "observation_rows", "dialogue_limit"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigError(f"{name} must be at least 1, got {value}")
-        if self.refine_turns < 0:
-            raise ConfigError("refine_turns must not be negative")
 
 
 class LlmPolicy(Policy):

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 from intercode.agents.names import STRATEGIES
 from intercode.cli.argtypes import DAY, integer, number, seconds
 from intercode.errors import ConfigError
-from intercode.llm.client import REASONING_EFFORTS, parse_extra_body
+from intercode.llm.config import REASONING_EFFORTS, parse_extra_body
 
 if TYPE_CHECKING:
-    from intercode.agents.llm import StrategyOptions
-    from intercode.llm.client import ModelConfig
+    from intercode.agents.options import StrategyOptions
+    from intercode.llm.config import ModelConfig
 
 __all__ = ["add_model_options", "model_config", "refuse_inapplicable", "strategy_options"]
 
@@ -74,7 +74,7 @@ def model_config(args: argparse.Namespace) -> ModelConfig | None:
     """The model ``--model`` and its options name (None without ``--model``)."""
     if args.model is None:
         return None
-    from intercode.llm.client import ModelConfig
+    from intercode.llm.config import ModelConfig
 
     return ModelConfig(model=args.model, base_url=args.base_url,
                        api_key_env=_opt(args, "api_key_env"),
@@ -89,7 +89,7 @@ def model_config(args: argparse.Namespace) -> ModelConfig | None:
 
 def strategy_options(args: argparse.Namespace) -> StrategyOptions:
     """The LLM strategy's options."""
-    from intercode.agents.llm import StrategyOptions
+    from intercode.agents.options import StrategyOptions
 
     return StrategyOptions(observation_chars=args.observation_chars,
                            observation_rows=args.observation_rows,

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from intercode import safeio
-from intercode.agents.llm_base import StrategyOptions
 from intercode.agents.names import DEFAULT_TURNS, STRATEGIES
+from intercode.agents.options import StrategyOptions
 from intercode.agents.replay import load_trajectories
 from intercode.benchmarks import get
 from intercode.datasets import Dataset, load_dataset
@@ -22,7 +22,7 @@ from intercode.datasets.known_issues import known_issues
 from intercode.envs.bounds import task_index
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError
-from intercode.llm.client import ChatClient, ModelConfig
+from intercode.llm.config import ModelConfig
 from intercode.runner.executors import (
     ExecutorFactory,
     InlineExecutor,
@@ -160,6 +160,7 @@ def _check(cfg: RunConfig, dataset: Dataset) -> tuple[int, ...]:
         parse_url(cfg.settings.mysql_url)  # a malformed URL: a ConfigError now, not per worker
     if cfg.agent in STRATEGIES:
         from intercode.agents.llm import POLICIES
+        from intercode.llm.client import ChatClient
 
         if cfg.model is None:
             raise ConfigError(f"--agent {cfg.agent} needs a model (--model)")

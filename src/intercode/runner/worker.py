@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from intercode.agents.llm_base import StrategyOptions
 from intercode.agents.names import AGENTS, STRATEGIES
+from intercode.agents.options import StrategyOptions
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, IntercodeError, SandboxError
-from intercode.llm.client import ModelConfig
+from intercode.llm.config import ModelConfig
 
 if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium there
     from intercode.agents.base import Policy
