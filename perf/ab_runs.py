@@ -1,0 +1,94 @@
+"""Two source trees' whole runs, before and after a change, in alternating order.
+
+Run by hand (not a test):
+    python perf/ab_runs.py --a OLD/src --b src [--runs 8] [--tasks 0,1] [--walkers-out]
+
+Each run is a fresh ``python -m intercode eval bash --dataset nl2bash --workers 2 --agent
+gold`` with ``PYTHONPATH`` set to one tree (as ``bench_throughput.py`` runs them: start-up
+included, the CPU of the whole process tree). The trees take turns, A B B A ..., so that
+the machine's drift (here 10-20 % within minutes) hits both alike. Reported per tree: the
+median wall time, the median CPU, the median time to the first record (the start-up as a
+user sees it), and episodes per second.
+
+``--tasks 0,1`` measures the start-up (two episodes); ``--walkers-out`` runs every task but
+the walkers (the NL2Bash throughput goal's tasks; the gold cache is filled by one run of
+each tree first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import bench_throughput as bt
+from common import emit
+
+WALKERS = (55,)  # the gold that walks the whole file system (bench_throughput's nl2bash)
+
+
+def one_run(src: str, tasks: str) -> dict[str, float]:
+    """One run of tree ``src``: wall, CPU, first record (seconds), episodes."""
+    env = {**bt._env(), "PYTHONPATH": src}
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "run" / "results.jsonl"
+        errors = Path(tmp) / "stderr"
+        cpu0, start = bt._children_cpu(), time.perf_counter()
+        with errors.open("w") as err:
+            proc = subprocess.Popen([sys.executable, "-m", "intercode", "eval", "bash",
+                                     "--dataset", "nl2bash", "--workers", "2", "--tasks", tasks,
+                                     "--agent", "gold", "--output", str(log.parent),
+                                     "--no-progress"], env=env, stdout=subprocess.DEVNULL,
+                                    stderr=err)
+            first = None
+            while proc.poll() is None:
+                if first is None and log.exists() and log.stat().st_size > 0:
+                    first = time.perf_counter() - start
+                time.sleep(0.002)
+        wall = time.perf_counter() - start
+        bt._reap_orphans()
+        cpu = bt._children_cpu() - cpu0
+        if proc.returncode != 0:
+            raise SystemExit(f"the run of {src} failed:\n{errors.read_text()[-2000:]}")
+        episodes = len(log.read_text().splitlines())
+    return {"wall_s": wall, "cpu_s": cpu, "first_s": first if first is not None else wall,
+            "episodes_per_s": episodes / wall}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--a", required=True, help="the tree before (its src folder)")
+    parser.add_argument("--b", required=True, help="the tree after (its src folder)")
+    parser.add_argument("--runs", type=int, default=8, help="runs of each tree")
+    parser.add_argument("--tasks", default="0,1", help="the runs' --tasks (default: start-up)")
+    parser.add_argument("--walkers-out", action="store_true",
+                        help="every NL2Bash task but the walkers (overrides --tasks)")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    bt._become_subreaper()
+    tasks = args.tasks
+    if args.walkers_out:
+        tasks = ",".join(str(t) for t in range(200) if t not in WALKERS)
+        for src in (args.a, args.b):  # fills the gold cache and writes the compiled modules
+            one_run(src, tasks)
+    runs: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
+    for i in range(args.runs):
+        for side in ("a", "b") if i % 2 == 0 else ("b", "a"):
+            runs[side].append(one_run(getattr(args, side), tasks))
+    result: dict[str, Any] = {"tasks": "all but the walkers" if args.walkers_out else tasks}
+    for side, samples in runs.items():
+        result[side] = {key: round(statistics.median(s[key] for s in samples), 3)
+                        for key in samples[0]}
+        result[side]["episodes_per_s_all"] = sorted(round(s["episodes_per_s"], 1)
+                                                    for s in samples)
+    emit(result, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
