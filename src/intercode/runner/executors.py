@@ -165,6 +165,8 @@ class _Worker:
     conn: Connection
     tasks: list[int] = field(default_factory=list)  # sent, in order; the first runs
     quick: bool = False  # its last episode took less than PREFETCH_BELOW_S
+    served: int = 0  # records it sent
+    unsent: int | None = None  # where in tasks the first one whose send failed is
 
     @property
     def task(self) -> int | None:
@@ -220,6 +222,8 @@ class LocalExecutor:
         """Send tasks until the worker has one (two while its episodes are quick, see
         :data:`PREFETCH_BELOW_S`). A send to a worker that died meanwhile fails: the
         task stays its own, and its death is handled with them (see :meth:`_replace`)."""
+        if worker.unsent is not None:  # it is dead: nothing more to send
+            return
         ahead = self._ahead and worker.quick and len(queue) > len(self._pool)
         while queue and len(worker.tasks) < (2 if ahead else 1):
             task = queue.pop(0)
@@ -227,6 +231,7 @@ class LocalExecutor:
             try:
                 worker.conn.send(task)
             except OSError:  # its end of the pipe is closed: its death comes next
+                worker.unsent = len(worker.tasks) - 1
                 return
 
     def _step(self, queue: list[int], on_record: OnRecord) -> None:
@@ -244,6 +249,9 @@ class LocalExecutor:
                     raise RunAborted(msg["fatal"])
                 else:
                     w.tasks.pop(0)
+                    w.served += 1
+                    if w.unsent is not None:
+                        w.unsent -= 1
                     duration = msg["record"].get("duration_s")
                     w.quick = isinstance(duration, float) and duration < PREFETCH_BELOW_S
                     self._dispatch(w, queue)  # keep the worker busy while we write
@@ -256,9 +264,14 @@ class LocalExecutor:
         code = worker.proc.exitcode
         if code == MAIN_REIMPORTED:
             raise RunAborted(NO_MAIN_GUARD)
-        if worker.task is not None:
+        # the first of its tasks is the one it died in, unless that one never reached it
+        # (its send failed: it goes back, like those sent after it); a worker that dies
+        # before it sent any record still costs each task it gets an error record (a
+        # worker that cannot start must not be replaced for ever)
+        running = 0 if worker.unsent == 0 and worker.served else 1
+        if worker.task is not None and running:
             on_record(_died(self.spec, worker.task, worker.wid, code))
-        queue[:0] = worker.tasks[1:]  # sent after the one it died in: never started
+        queue[:0] = worker.tasks[running:]  # never started
         worker.tasks = []
         self._pool.remove(worker)
         worker.conn.close()
