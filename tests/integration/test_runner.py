@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -387,30 +389,43 @@ def _replays(path: Path, actions: list[str]) -> None:
             fh.write(json.dumps({"task": t, "status": "ok", "reward": 0, "turns": turns}) + "\n")
 
 
-def test_a_task_sent_to_a_worker_that_just_died_is_not_a_crash(tmp_path):
-    """The worker finished a task sent ahead and died in the next one while this process
-    was still writing an earlier record: the next send to it fails (a closed pipe). The
-    run goes on: the episode it died in is an error, the task the send failed for runs in
-    a new worker."""
+def _one_worker_killed(tmp_path: Path, actions: list[str], after: int,
+                       wait: Callable[[Any], None]) -> list[dict]:
+    """The records of a one-worker run of ``actions`` (replayed), whose worker is killed
+    while this process handles task ``after``'s record, once ``wait(worker)`` returns."""
     traj = tmp_path / "t.jsonl"
-    _replays(traj, ["true", "true", "sleep 5", "true", "true", "true"])
+    _replays(traj, actions)
     spec = WorkerSpec(env="bash", dataset="bash-demo", agent="replay", trajectories=str(traj))
     executor = LocalExecutor(spec, workers=1)
     got: list[dict] = []
 
     def on_record(rec: dict) -> None:
         got.append(rec)
-        if rec["task"] == 0:
+        if rec["task"] == after:
             worker = executor._pool[0]
-            assert worker.tasks == [1, 2]  # sent ahead
-            deadline = time.monotonic() + 60
-            while not worker.conn.poll() and time.monotonic() < deadline:
-                time.sleep(0.01)  # task 1's record has come; task 2 runs
-            time.sleep(0.3)
+            wait(worker)
             os.kill(worker.proc.pid, signal.SIGKILL)
             worker.proc.join()
 
-    executor.run(list(range(6)), on_record)
+    executor.run(list(range(len(actions))), on_record)
+    return got
+
+
+def test_a_task_sent_to_a_worker_that_just_died_is_not_a_crash(tmp_path):
+    """The worker finished a task sent ahead and died in the next one while this process
+    was still writing an earlier record: the next send to it fails (a closed pipe). The
+    run goes on: the episode it died in is an error, the task the send failed for runs in
+    a new worker."""
+
+    def in_task_2(worker: Any) -> None:
+        assert worker.tasks == [1, 2]  # sent ahead
+        deadline = time.monotonic() + 60
+        while not worker.conn.poll() and time.monotonic() < deadline:
+            time.sleep(0.01)  # task 1's record has come; task 2 runs
+        time.sleep(0.3)
+
+    got = _one_worker_killed(tmp_path, ["true", "true", "sleep 5", "true", "true", "true"],
+                             0, in_task_2)
     assert {r["task"]: r["status"] for r in got} == {0: "ok", 1: "ok", 2: "error", 3: "ok",
                                                      4: "ok", 5: "ok"}
 
@@ -431,20 +446,10 @@ def test_a_task_that_never_reached_a_dead_worker_runs_in_another(tmp_path):
     """The worker finished the tasks it held and died idle: the sends to it fail. The
     task whose send failed is no episode of its (never an error record): it runs in
     the new worker."""
-    traj = tmp_path / "t.jsonl"
-    _replays(traj, ["true"] * 8)
-    spec = WorkerSpec(env="bash", dataset="bash-demo", agent="replay", trajectories=str(traj))
-    executor = LocalExecutor(spec, workers=1)
-    got: list[dict] = []
 
-    def on_record(rec: dict) -> None:
-        got.append(rec)
-        if rec["task"] == 1:
-            worker = executor._pool[0]
-            time.sleep(1.5)  # the tasks it holds are done: it waits for the next
-            os.kill(worker.proc.pid, signal.SIGKILL)
-            worker.proc.join()
+    def idle(worker: Any) -> None:
+        time.sleep(1.5)  # the tasks it holds are done: it waits for the next
 
-    executor.run(list(range(8)), on_record)
+    got = _one_worker_killed(tmp_path, ["true"] * 8, 1, idle)
     assert sorted(r["task"] for r in got) == list(range(8))
     assert [r["task"] for r in got if r["status"] != "ok"] == []
