@@ -68,6 +68,12 @@ def test_a_hidden_threads_write_through_a_mapping_does_not_survive_a_restore(hid
 EXIT_FIRST_THREAD = "ctypes.CDLL(None).syscall({'x86_64': 60, 'aarch64': 93}[os.uname().machine], 0)"
 
 
+def written(path, value):
+    """Python that writes ``value`` into ``path`` at once (a reader never sees the file
+    empty, as between the truncation and the write of ``open(path, "w")``)."""
+    return f"open('{path}.new', 'w').write({value}); os.replace('{path}.new', '{path}')"
+
+
 def hidden_thread(path, body):
     """Bash that writes ``path``: a Python program whose second thread runs ``body`` (``n``
     counts its rounds) every 50 ms, once its first thread has exited."""
@@ -89,7 +95,7 @@ def test_a_hidden_thread_is_stopped_while_the_sandbox_is_frozen():
     """Between actions the sandbox is frozen: nothing of the agent's runs."""
     env = make("bash")
     try:
-        env.step(hidden_thread("/tmp/t.py", 'open("/tmp/ticks", "w").write(str(n))')
+        env.step(hidden_thread("/tmp/t.py", written("/tmp/ticks", "str(n)"))
                  + "python3 /tmp/t.py &\nsleep 0.3")
         ticks = ticks_over_a_pause(env, "cat /tmp/ticks")  # one every 50 ms, running
         assert ticks < 10, f"the thread ran while the sandbox was frozen ({ticks} ticks)"
@@ -97,7 +103,7 @@ def test_a_hidden_thread_is_stopped_while_the_sandbox_is_frozen():
         env.close()
 
 
-WRITES_ALIVE = "open('/tmp/alive', 'w').write('%d %d' % (os.getpid(), n))"
+WRITES_ALIVE = written("/tmp/alive", "'%d %d' % (os.getpid(), n)")
 SURVIVOR = f"""import subprocess, time
 subprocess.run(["bash", "-c", {hidden_thread("/tmp/s.py", WRITES_ALIVE)!r}])
 subprocess.Popen(["python3", "/tmp/s.py"], start_new_session=True)
