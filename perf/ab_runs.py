@@ -11,8 +11,9 @@ median wall time, the median CPU, the median time to the first record (the start
 user sees it), and episodes per second.
 
 ``--tasks 0,1`` measures the start-up (two episodes); ``--walkers-out`` runs every task but
-the walkers (the NL2Bash throughput goal's tasks; the gold cache is filled by one run of
-each tree first).
+the walkers (the NL2Bash throughput goal's tasks, found as ``bench_throughput.py`` finds
+them: a first run of every gold with this checkout; then one run of each tree fills its
+gold cache).
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ from typing import Any
 
 import bench_throughput as bt
 from common import emit
-
-WALKERS = (55,)  # the gold that walks the whole file system (bench_throughput's nl2bash)
 
 
 def one_run(src: str, tasks: str) -> dict[str, float]:
@@ -72,15 +71,17 @@ def main() -> int:
     args = parser.parse_args()
     bt._become_subreaper()
     tasks = args.tasks
+    walkers: list[int] = []
     if args.walkers_out:
-        tasks = ",".join(str(t) for t in range(200) if t not in WALKERS)
+        walkers, tasks = bt.without_walkers()  # (as bench_throughput.py's nl2bash part)
         for src in (args.a, args.b):  # fills the gold cache and writes the compiled modules
             one_run(src, tasks)
     runs: dict[str, list[dict[str, float]]] = {"a": [], "b": []}
     for i in range(args.runs):
         for side in ("a", "b") if i % 2 == 0 else ("b", "a"):
             runs[side].append(one_run(getattr(args, side), tasks))
-    result: dict[str, Any] = {"tasks": "all but the walkers" if args.walkers_out else tasks}
+    result: dict[str, Any] = {"tasks": f"all but the walkers {walkers}" if args.walkers_out
+                              else tasks}
     for side, samples in runs.items():
         result[side] = {key: round(statistics.median(s[key] for s in samples), 3)
                         for key in samples[0]}

@@ -116,11 +116,17 @@ def workers_part(repeat: int) -> dict[str, Any]:
     return out
 
 
-def nl2bash_part() -> dict[str, Any]:
-    first = run_eval(["bash", "--dataset", "nl2bash", "--workers", "2"])  # fills the cache
+def without_walkers() -> tuple[list[int], str]:
+    """One run of every NL2Bash gold (it fills the gold cache): the walkers (the tasks
+    whose episode took over 0.5 s) and the others, as ``--tasks`` takes them."""
+    first = run_eval(["bash", "--dataset", "nl2bash", "--workers", "2"])
     walkers = sorted(r["task"] for r in first["records"] if r["duration_s"] > 0.5)
     keep = [r["task"] for r in first["records"] if r["task"] not in walkers]
-    tasks = ",".join(str(t) for t in sorted(keep))
+    return walkers, ",".join(str(t) for t in sorted(keep))
+
+
+def nl2bash_part() -> dict[str, Any]:
+    walkers, tasks = without_walkers()
     warm = run_eval(["bash", "--dataset", "nl2bash", "--workers", "2", "--tasks", tasks])
     cold = run_eval(["bash", "--dataset", "nl2bash", "--workers", "2", "--tasks", tasks,
                      "--no-gold-cache"])
