@@ -315,8 +315,8 @@ class PythonEnv(IntercodeEnv):
         gold_question = self._gold_request()
         if self._gold is None:
             self._gold = self._memo.gold(gold_question)
-        known = self._memo.answer(gold_question, request)
-        if known is not None and self._gold is not None:
+        known = self._memo.answer(gold_question, request)  # (only under a confirmed gold)
+        if known is not None:
             return known
         if self._gold is not None:
             result = self._run("gold", request, "judge", len(splits))

@@ -106,6 +106,7 @@ class Tree(hashing.Hashing):
         self.pristine = {}
         self.clean = {}
         self._md5_cache = {}
+        self._tracked_cache = None  # (pristine, ignore, tracked, dirs): see _tracked
 
     # -- paths and listing -------------------------------------------------------------
 
@@ -611,7 +612,7 @@ class Tree(hashing.Hashing):
         """The tracked entries ``{rel: entry}`` of the pristine state and the directories
         above them, with ``ignore``'s names left out (computed once per pristine state and
         ``ignore``)."""
-        cached = getattr(self, "_tracked_cache", None)
+        cached = self._tracked_cache
         if cached is not None and cached[0] is self.pristine and cached[1] == ignore:
             return cached[2], cached[3]
         tracked = {}
