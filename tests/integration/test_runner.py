@@ -453,3 +453,41 @@ def test_a_task_that_never_reached_a_dead_worker_runs_in_another(tmp_path):
     got = _one_worker_killed(tmp_path, ["true"] * 8, 1, idle)
     assert sorted(r["task"] for r in got) == list(range(8))
     assert [r["task"] for r in got if r["status"] != "ok"] == []
+
+
+SEND_TO_THE_DEAD = """
+import json, os, signal, sys, time
+from intercode.runner.executors import LocalExecutor
+from intercode.runner.worker import WorkerSpec
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as the command line sets it
+    spec = WorkerSpec(env="bash", dataset="bash-demo", agent="replay", trajectories=sys.argv[1])
+    executor = LocalExecutor(spec, workers=1)
+    got = []
+
+    def on_record(rec):
+        got.append(rec)
+        if rec["task"] == 1:
+            worker = executor._pool[0]
+            time.sleep(1.5)  # the tasks it holds are done: it waits for the next
+            os.kill(worker.proc.pid, signal.SIGKILL)
+            worker.proc.join()
+
+    executor.run(list(range(8)), on_record)
+    print(sorted(r["task"] for r in got if r["status"] == "ok"))
+    assert signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL  # as it was
+"""
+
+
+def test_a_send_to_a_dead_worker_never_kills_the_command_line(tmp_path):
+    """The command line sets SIGPIPE to its default: a task sent to a worker that had
+    just died killed the whole run, silently, at the write. The run goes on."""
+    traj = tmp_path / "t.jsonl"
+    _replays(traj, ["true"] * 8)
+    script = tmp_path / "dead.py"
+    script.write_text(SEND_TO_THE_DEAD)
+    proc = subprocess.run([sys.executable, str(script), str(traj)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout.strip() == str(list(range(8)))

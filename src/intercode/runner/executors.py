@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import sys
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -191,15 +194,16 @@ class LocalExecutor:
     def run(self, tasks: Sequence[int], on_record: OnRecord) -> None:
         """Run every task; call ``on_record`` in this process as each one finishes."""
         queue = list(tasks)
-        try:
-            for _ in range(min(self.workers, len(queue))):
-                self._spawn()
-            for w in self._pool:
-                self._dispatch(w, queue)
-            while any(w.task is not None for w in self._pool):
-                self._step(queue, on_record)
-        finally:
-            self.shutdown()
+        with _pipes_never_kill():
+            try:
+                for _ in range(min(self.workers, len(queue))):
+                    self._spawn()
+                for w in self._pool:
+                    self._dispatch(w, queue)
+                while any(w.task is not None for w in self._pool):
+                    self._step(queue, on_record)
+            finally:
+                self.shutdown()
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe()
@@ -296,6 +300,25 @@ class LocalExecutor:
                 w.proc.join()
             w.conn.close()
         self._pool = []
+
+
+@contextmanager
+def _pipes_never_kill() -> Iterator[None]:
+    """``SIGPIPE`` ignored meanwhile (in the main thread, the only one that may set it).
+
+    The command line sets it to its default (``intercode ... | head`` ends quietly), and
+    with it a write to the pipe of a worker that had just died (a task sent, or the
+    stop at the end) killed the whole run at once, silently, instead of raising the
+    ``BrokenPipeError`` that the death's handling expects."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGPIPE, previous)
 
 
 class InlineExecutor:
