@@ -268,7 +268,10 @@ def test_a_process_the_agent_stops_stays_stopped_after_a_thaw(box):
     # the agent stopped that was there at the thaw, or that ran longer
     box.run("(while :; do :; done) & echo $! > /tmp/busy; sleep 1000 & echo $! > /tmp/idle")
     time.sleep(0.1)  # frozen between the actions
+    # (the busy one is stopped once it has used CPU: on a loaded machine 0.2 s of a busy
+    # loop was sometimes less than a tick of it)
     out = box.run("kill -STOP $(cat /tmp/idle); (while :; do :; done) & p=$!; sleep 0.2; "
+                  "until [ \"$(awk '{print $14}' /proc/$p/stat)\" -gt 2 ]; do sleep 0.05; done; "
                   "kill -STOP $p; sleep 1.5; ps -o stat= -p $(cat /tmp/idle); "
                   "ps -o stat= -p $p; kill $(cat /tmp/busy) $p; kill -CONT $p").output
     assert [state[:1] for state in out.split()] == ["T", "T"], out
