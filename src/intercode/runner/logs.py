@@ -1,4 +1,5 @@
-"""``results.jsonl``: one record per finished episode, appended and fsync'd.
+"""``results.jsonl``: one record per finished episode, appended, and fsync'd by a thread
+(see :mod:`~intercode.runner.syncer`).
 
 A run can be resumed: records already in the file are kept, tasks with an ``ok``
 record are not run again, and a torn last line (a crash mid-write) is cut off.
@@ -15,6 +16,7 @@ from typing import Any
 from intercode import safeio
 from intercode.errors import ConfigError
 from intercode.runner.records import malformed
+from intercode.runner.syncer import Syncer
 
 __all__ = ["ResultsLog", "check_resumable", "encode_json", "latest_by_task", "save_json"]
 
@@ -25,6 +27,7 @@ class ResultsLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh: Any = None
+        self._syncer: Syncer | None = None
         self.skipped: list[int] = []  # line numbers :meth:`read` could not use
 
     def check(self) -> None:
@@ -89,19 +92,28 @@ class ResultsLog:
         return records
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record durably."""
+        """Write one record: a whole line in the kernel now, on the disk within
+        :data:`~intercode.runner.syncer.SYNC_EVERY_S` (a failure to sync an earlier one is
+        raised here)."""
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("ab")
+            self._syncer = Syncer(self._fh.fileno())
         self._fh.write(encode_json(record) + b"\n")
         self._fh.flush()
-        os.fsync(self._fh.fileno())
+        assert self._syncer is not None
+        self._syncer.request()
 
     def close(self) -> None:
-        """Close the file."""
+        """Sync what is left and close the file (a failure to sync is raised, the file
+        closed all the same)."""
         if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+            fh, syncer, self._fh, self._syncer = self._fh, self._syncer, None, None
+            try:
+                if syncer is not None:
+                    syncer.close()
+            finally:
+                fh.close()
 
 
 CHUNK = 1 << 20

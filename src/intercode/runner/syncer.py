@@ -1,0 +1,65 @@
+"""A file's ``fsync`` done by a thread of its own, for an append-only log.
+
+The writer's ``write`` puts each line in the kernel at once (a killed run loses nothing
+it wrote); what ``fsync`` adds is that the line survives the machine's crash. Done in the
+writer's thread, it held the run's process for about a millisecond per record (the disk's
+flush), while workers waited to be read; here a thread does it, at most every
+:data:`SYNC_EVERY_S` (lines written meanwhile share one ``fsync``: a group commit), and
+:meth:`Syncer.close` does the last one before the file is closed. A crash of the machine
+loses at most the lines of that interval; ``--resume`` runs their episodes again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+__all__ = ["SYNC_EVERY_S", "Syncer"]
+
+SYNC_EVERY_S = 0.05
+
+
+class Syncer:
+    """``fsync`` of descriptor ``fd`` after each :meth:`request`, in a thread."""
+
+    def __init__(self, fd: int, every: float = SYNC_EVERY_S) -> None:
+        self.fd = fd
+        self.every = every
+        self._wanted = threading.Event()
+        self._stopping = threading.Event()
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._loop, name="intercode-fsync", daemon=True)
+        self._thread.start()
+
+    def request(self) -> None:
+        """Lines were written: sync them soon. An ``fsync`` that failed since the last
+        call is raised here (the disk is full or failing: the run must not go on as if
+        its records were kept)."""
+        self._raise_failure()
+        self._wanted.set()
+
+    def close(self) -> None:
+        """Stop the thread and sync what is left, here; raise a failure of either."""
+        self._stopping.set()
+        self._wanted.set()
+        self._thread.join()
+        self._raise_failure()
+        os.fsync(self.fd)
+
+    def _loop(self) -> None:
+        while True:
+            self._wanted.wait()
+            if self._stopping.is_set():
+                return
+            self._wanted.clear()
+            try:
+                os.fsync(self.fd)
+            except OSError as exc:
+                self._error = exc  # raised by every later call: no line is kept any more
+                return
+            if self._stopping.wait(self.every):
+                return
+
+    def _raise_failure(self) -> None:
+        if self._error is not None:  # a new one each time (a raise keeps its traceback)
+            raise OSError(self._error.errno, self._error.strerror)

@@ -1,0 +1,92 @@
+"""results.jsonl: records reach the file at once and the disk from a thread."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from intercode.runner import syncer
+from intercode.runner.logs import ResultsLog
+
+
+def record(task: int) -> dict[str, Any]:
+    return {"task": task, "status": "ok", "reward": 1.0}
+
+
+def test_an_append_does_not_wait_for_the_disk(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    entered, release = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+    here = threading.current_thread()
+    waited_here: list[int] = []
+
+    def slow_fsync(fd: int) -> None:
+        if threading.current_thread() is here:  # the writer itself would wait for the disk
+            waited_here.append(fd)
+            return
+        entered.set()
+        release.wait(10)
+        real_fsync(fd)
+
+    monkeypatch.setattr(syncer.os, "fsync", slow_fsync)
+    log = ResultsLog(tmp_path / "results.jsonl")
+    log.append(record(0))
+    assert entered.wait(2), "the record was never synced"
+    log.append(record(1))  # while the first fsync is held: the writer goes on
+    assert not waited_here
+    lines = (tmp_path / "results.jsonl").read_bytes().splitlines()
+    assert [json.loads(line)["task"] for line in lines] == [0, 1]
+    release.set()
+    log.close()
+
+
+def test_close_syncs_the_last_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "results.jsonl"
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(syncer.os, "fsync", counting_fsync)
+    log = ResultsLog(path)
+    for task in range(50):
+        log.append(record(task))
+    log.close()
+    assert synced and synced[-1] == path.stat().st_size
+    assert len(synced) < 50  # records written together share a sync
+    assert len(ResultsLog(path).read()) == 50
+
+
+def test_a_failed_sync_is_raised_and_the_file_still_closed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    failed = threading.Event()
+
+    def failing_fsync(fd: int) -> None:
+        failed.set()
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(syncer.os, "fsync", failing_fsync)
+    log = ResultsLog(tmp_path / "results.jsonl")
+    log.append(record(0))
+    assert failed.wait(10)
+    for _ in range(200):  # the thread records the failure just after the call
+        if log._syncer is not None and log._syncer._error is not None:
+            break
+        threading.Event().wait(0.01)
+    with pytest.raises(OSError, match="Input/output error"):
+        log.append(record(1))
+    with pytest.raises(OSError, match="Input/output error"):
+        log.append(record(2))  # every later record, not only the next one
+    fh = log._fh
+    with pytest.raises(OSError, match="Input/output error"):
+        log.close()
+    assert fh is not None and fh.closed
+    assert log._fh is None
