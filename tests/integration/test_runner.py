@@ -491,3 +491,20 @@ def test_a_send_to_a_dead_worker_never_kills_the_command_line(tmp_path):
                           text=True, timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     assert proc.stdout.strip() == str(list(range(8)))
+
+
+def test_a_refused_eval_leaves_no_fork_server_behind():
+    """``intercode eval bash ...`` starts its workers' fork server before its arguments
+    are parsed: a command refused afterwards says so in one line, and the server (and
+    multiprocessing's resource tracker) end with it."""
+    marker = f"INTERCODE_TEST_EARLY_{os.getpid()}_{time.monotonic_ns()}"
+    proc = cli("eval", "bash", "--dataset", "nl2bash", "--workers", "0",
+               env={**os.environ, marker: "1"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("intercode eval: error: argument")
+    deadline = time.monotonic() + 20
+    left = {p.name for p in Path("/proc").iterdir() if p.name.isdigit() and _marked(p.name, marker)}
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = {p for p in left if _marked(p, marker)}
+    assert not left

@@ -5,9 +5,26 @@ One module per sub-command, each with its parser (``add_<command>``) and what it
 ``validate``, ``play``, ``runs`` (report, compare, show, export), ``serve``, ``doctor``,
 ``image``, ``datasets``. Shared: ``options`` (the environment's options), ``agent_options``
 (eval's model and strategy), ``argtypes`` (option values); ``app`` builds the parser and
-runs a command.
+runs a command; ``early`` starts what ``eval`` needs before any of that is imported.
 """
 
-from intercode.cli.app import build_parser, main
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from intercode.lazy import lazy_exports
 
 __all__ = ["build_parser", "main"]
+
+__getattr__, __dir__ = lazy_exports(globals(), {"intercode.cli.app": ["build_parser"]})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    from intercode.cli.early import start_workers_early
+
+    start_workers_early(sys.argv[1:] if argv is None else argv)
+    from intercode.cli.app import main as run
+
+    return run(argv)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from intercode.agents.names import STRATEGIES
 from intercode.errors import FatalRunError, RunAborted
 from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_main
+from intercode.runner.workerserver import start, worker_context
 
 if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium there
     from intercode.envs.base import IntercodeEnv
@@ -78,11 +79,7 @@ class LocalExecutorFactory(ExecutorFactory):
     def prepare(self, spec_env: str) -> None:
         """Start the fork server now: it imports the workers' modules while the run
         checks its sandbox and root file system."""
-        ctx = worker_context(spec_env)
-        if ctx.get_start_method() == "forkserver":
-            from multiprocessing import forkserver
-
-            forkserver.ensure_running()
+        start(spec_env)
 
     def __call__(self, spec: WorkerSpec, workers: int, on_root: OnRoot) -> Executor:
         """A :class:`LocalExecutor` (the root is this machine's: ``on_root`` unused)."""
@@ -102,40 +99,6 @@ def refuse_nested_start() -> None:
     if getattr(mp.current_process(), "_inheriting", False):
         print(f"intercode: {NO_MAIN_GUARD}", file=sys.stderr)
         os._exit(MAIN_REIMPORTED)
-
-
-# what a fork server imports once for all the workers it forks (besides the environment's
-# own module): a worker forked from it starts without importing anything. The first
-# tells the math libraries one thread (see onethread), before NumPy is imported.
-_PRELOAD = ("intercode.runner.onethread", "intercode.runner.worker", "intercode.runner.episode",
-            "intercode.envs.factory", "intercode.agents.gold", "intercode.agents.replay",
-            "gymnasium", "intercode.runner.preload")
-
-
-def worker_context(env: str) -> Any:
-    """The multiprocessing context workers start from: a fork server that preloaded the
-    modules every worker needs (a worker costs a fork, not an interpreter's start-up and
-    its imports), where the platform has one; else ``spawn``."""
-    if "forkserver" not in mp.get_all_start_methods():
-        return mp.get_context("spawn")
-    ctx = mp.get_context("forkserver")
-    # taken when the server starts: the first run of this process chooses them
-    ctx.set_forkserver_preload([*_PRELOAD, *_env_module(env)])
-    return ctx
-
-
-def _env_module(env: str) -> list[str]:
-    """The module of benchmark ``env``'s environment class, if it is known here."""
-    from intercode.benchmarks import get
-
-    try:
-        target = get(env).env
-    except Exception:  # an unknown benchmark: the worker reports it
-        return []
-    if isinstance(target, str):
-        return [target.split(":", 1)[0]]
-    module = getattr(target, "__module__", None)
-    return [module] if isinstance(module, str) else []
 
 
 def _umask() -> int | None:

@@ -1,5 +1,5 @@
 """What a fork server of workers does once, before it forks any (see
-:func:`intercode.runner.executors.worker_context`): besides importing the modules every
+:func:`intercode.runner.workerserver.worker_context`): besides importing the modules every
 worker needs, it reads the code that goes into the sandboxes and the digest the gold
 cache keys its entries with. So every worker it forks runs, sends into its sandboxes and
 names in its stored results the same code, the code of the server's start (a worker

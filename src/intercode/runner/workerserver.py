@@ -1,0 +1,63 @@
+"""The fork server a local run's workers are forked from, and starting it early.
+
+Light on purpose (``multiprocessing`` and nothing of intercode's): the command line starts
+the server with it before it imports its own modules and builds its parser (see
+``intercode.cli``), so that the server's imports, most of a run's start-up, overlap them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from typing import Any
+
+__all__ = ["BUILTIN_ENV_MODULES", "PRELOAD", "start", "worker_context"]
+
+# what a fork server imports once for all the workers it forks (besides the environment's
+# own module): a worker forked from it starts without importing anything. The first
+# tells the math libraries one thread (see onethread), before NumPy is imported.
+PRELOAD = ("intercode.runner.onethread", "intercode.runner.worker", "intercode.runner.episode",
+           "intercode.envs.factory", "intercode.agents.gold", "intercode.agents.replay",
+           "gymnasium", "intercode.runner.preload")
+
+# the module of each built-in benchmark's environment (a test checks them against the
+# registry), so that the server can start before the registry is imported
+BUILTIN_ENV_MODULES = {"bash": "intercode.envs.bash", "sql": "intercode.envs.sql",
+                       "python": "intercode.envs.python", "ctf": "intercode.envs.ctf",
+                       "swe": "intercode.envs.swe"}
+
+
+def worker_context(env: str) -> Any:
+    """The multiprocessing context workers start from: a fork server that preloaded the
+    modules every worker needs (a worker costs a fork, not an interpreter's start-up and
+    its imports), where the platform has one; else ``spawn``."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    # taken when the server starts: the first run of this process chooses them
+    ctx.set_forkserver_preload([*PRELOAD, *_env_module(env)])
+    return ctx
+
+
+def start(env: str) -> None:
+    """Start the fork server of benchmark ``env``'s workers now (if it is not running)."""
+    ctx = worker_context(env)
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
+def _env_module(env: str) -> list[str]:
+    """The module of benchmark ``env``'s environment class, if it is known here."""
+    if env in BUILTIN_ENV_MODULES:
+        return [BUILTIN_ENV_MODULES[env]]
+    from intercode.benchmarks import get
+
+    try:
+        target = get(env).env
+    except Exception:  # an unknown benchmark: the worker reports it
+        return []
+    if isinstance(target, str):
+        return [target.split(":", 1)[0]]
+    module = getattr(target, "__module__", None)
+    return [module] if isinstance(module, str) else []
