@@ -338,6 +338,29 @@ def test_a_script_without_a_main_guard_is_one_clear_error(tmp_path, guarded):
         '"__main__":`')
 
 
+CLI_SCRIPT = """
+import sys
+from intercode.cli import main
+sys.exit(main(["eval", "bash", "--dataset", "bash-demo", "--tasks", "0,1",
+               "--output", {out!r}, "--no-progress"]))
+"""
+
+
+def test_a_command_line_script_without_a_main_guard_is_one_clear_error(tmp_path):
+    """The same through ``intercode.cli.main``, which starts the workers' fork server
+    before it parses its arguments: a worker importing the script again must not try to
+    start one (multiprocessing's bootstrapping traceback) but say what is wrong."""
+    script = tmp_path / "run_it.py"
+    script.write_text(CLI_SCRIPT.format(out=str(tmp_path / "run")))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "bootstrapping phase" not in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "intercode: error: the script starts a run when it is imported: worker processes "
+        'import the main script, so call execute() under `if __name__ == "__main__":`')
+
+
 FORK_SERVER_THREADS = """
 import os
 from intercode.runner.executors import worker_context

@@ -39,7 +39,12 @@ def worker_context(env: str) -> Any:
 
 
 def start(env: str) -> None:
-    """Start the fork server of benchmark ``env``'s workers now (if it is not running)."""
+    """Start the fork server of benchmark ``env``'s workers now (if it is not running).
+    Nothing in a worker still importing the run's main script (one that starts a run when
+    imported): the run's own check says so in one line (``executors.refuse_nested_start``),
+    where multiprocessing would raise its long bootstrapping error here."""
+    if getattr(mp.current_process(), "_inheriting", False):
+        return
     ctx = worker_context(env)
     if ctx.get_start_method() == "forkserver":
         from multiprocessing import forkserver
