@@ -2,6 +2,6 @@
 
 import sys
 
-from intercode.cli import main
+from intercode.cli import run
 
-sys.exit(main())
+sys.exit(run())
