@@ -45,15 +45,25 @@ time.sleep(0.3)
 print('killed', len(kids) > 0)
 '''
 
+# several rounds: a spare the zygote was forking when it was killed becomes pid 1's child
+# only once the zygote is gone (seen on a loaded machine: one round missed it, and the
+# next interpreter came from that spare)
 KILL_ALL = r'''
 import os, signal, time
 me = os.getpid()
-for n in os.listdir('/proc'):
-    if n.isdigit() and int(n) not in (1, me):
-        st = open('/proc/%s/stat' % n).read()
-        if st[st.rfind(')') + 2:].split()[1] == '1':
-            os.kill(int(n), signal.SIGKILL)
-time.sleep(0.3)
+for _ in range(6):
+    for n in os.listdir('/proc'):
+        if n.isdigit() and int(n) not in (1, me):
+            try:
+                st = open('/proc/%s/stat' % n).read()
+            except OSError:
+                continue
+            if st[st.rfind(')') + 2:].split()[1] == '1':
+                try:
+                    os.kill(int(n), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    time.sleep(0.05)
 '''
 
 SCAN = r'''
