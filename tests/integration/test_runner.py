@@ -531,3 +531,22 @@ def test_a_refused_eval_leaves_no_fork_server_behind():
         time.sleep(0.05)
         left = {p for p in left if _marked(p, marker)}
     assert not left
+
+
+def test_a_results_file_that_cannot_be_synced_still_gets_its_summary(tmp_path, monkeypatch):
+    """A disk that fails the sync of ``results.jsonl`` ends the run with that error,
+    naming the file; the summary of the records the file holds is written all the same,
+    and the messages file is closed (before, the error skipped both)."""
+    from intercode.runner import syncer
+
+    def failing_fsync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(syncer.os, "fsync", failing_fsync)
+    cfg = RunConfig(env="bash", dataset="bash-demo", agent="gold", output=tmp_path,
+                    tasks=tuple(range(8)), workers=1)
+    with pytest.raises(OSError) as raised:
+        execute(cfg, progress=False)
+    assert raised.value.filename == str(tmp_path / "results.jsonl")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["finished"] == len(records(tmp_path)) >= 1

@@ -93,15 +93,21 @@ class ResultsLog:
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record: a whole line in the kernel now, on the disk within
-        :data:`~intercode.runner.syncer.SYNC_EVERY_S` (a failure to sync an earlier one is
-        raised here)."""
-        if self._fh is None:
+        :data:`~intercode.runner.syncer.SYNC_EVERY_S`. A failure to sync an earlier one is
+        raised here, before this one is written (the file then holds the records the run
+        counted)."""
+        if self._fh is None or self._syncer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("ab")
-            self._syncer = Syncer(self._fh.fileno())
+            fh = self.path.open("ab")
+            try:
+                self._syncer = Syncer(fh.fileno(), str(self.path))
+            except BaseException:
+                fh.close()
+                raise
+            self._fh = fh
+        self._syncer.check()
         self._fh.write(encode_json(record) + b"\n")
         self._fh.flush()
-        assert self._syncer is not None
         self._syncer.request()
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ import logging
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,19 +243,38 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
         config["rootfs"] = node_root
         save_json(out / "config.json", config)
 
+    failed = False
     try:
         if cfg.agent == "human":  # a person at this terminal: one episode at a time, here
             InlineExecutor(spec).run(todo, on_record)
         else:
             cfg.executor(spec, cfg.workers, on_root).run(todo, on_record)
+    except BaseException:
+        failed = True
+        raise
     finally:
-        results.close()
-        messages.close()
-        bar.finish()
+        # each step whatever the others do (a results file that cannot be synced still
+        # leaves the messages closed and the summary of the records it holds); the first
+        # failure is raised, unless the run itself failed (its error says more)
+        closing = _each(results.close, messages.close, bar.finish)
         selected = {t: previous[t] for t in tasks if t in previous}
         summary = summarize(selected, len(tasks), {t for t in tasks if t in known})
         save_json(out / "summary.json", summary)
+        if closing is not None and not failed:
+            raise closing
     return summary
+
+
+def _each(*steps: Callable[[], None]) -> BaseException | None:
+    """Run every step; the first exception any raised (``None``: none)."""
+    first: BaseException | None = None
+    for step in steps:
+        try:
+            step()
+        except BaseException as exc:  # raised by the caller, once
+            if first is None:
+                first = exc
+    return first
 
 
 def _previous(cfg: RunConfig, results: ResultsLog, config: dict[str, Any],

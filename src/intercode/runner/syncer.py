@@ -11,6 +11,7 @@ loses at most the lines of that interval; ``--resume`` runs their episodes again
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 
@@ -20,31 +21,52 @@ SYNC_EVERY_S = 0.05
 
 
 class Syncer:
-    """``fsync`` of descriptor ``fd`` after each :meth:`request`, in a thread."""
+    """``fsync`` of descriptor ``fd`` (of the file ``name``, for messages) after each
+    :meth:`request`, in a thread. A thread that cannot be started is an ``OSError``."""
 
-    def __init__(self, fd: int, every: float = SYNC_EVERY_S) -> None:
+    def __init__(self, fd: int, name: str, every: float = SYNC_EVERY_S) -> None:
         self.fd = fd
+        self.name = name
         self.every = every
         self._wanted = threading.Event()
         self._stopping = threading.Event()
         self._error: OSError | None = None
         self._thread = threading.Thread(target=self._loop, name="intercode-fsync", daemon=True)
-        self._thread.start()
+        try:
+            self._thread.start()
+        except RuntimeError as exc:  # "can't start new thread": the process's limit
+            raise OSError(errno.EAGAIN, f"cannot start the thread that syncs it ({exc})",
+                          name) from None
+
+    def check(self) -> None:
+        """Raise an ``fsync`` that failed since the file was opened (the disk is full or
+        failing: the run must not go on as if its records were kept), every time."""
+        if self._error is not None:  # a new one each time (a raise keeps its traceback)
+            raise OSError(self._error.errno, self._error.strerror, self.name)
 
     def request(self) -> None:
-        """Lines were written: sync them soon. An ``fsync`` that failed since the last
-        call is raised here (the disk is full or failing: the run must not go on as if
-        its records were kept)."""
-        self._raise_failure()
+        """Lines were written: sync them soon."""
         self._wanted.set()
 
     def close(self) -> None:
-        """Stop the thread and sync what is left, here; raise a failure of either."""
+        """Stop the thread and sync what is left, here; raise a failure of either. An
+        interruption (Ctrl-C) while the thread finishes its ``fsync`` waits for it all the
+        same, and is raised after the last sync."""
         self._stopping.set()
         self._wanted.set()
-        self._thread.join()
-        self._raise_failure()
-        os.fsync(self.fd)
+        interrupted = False
+        while self._thread.is_alive():
+            try:
+                self._thread.join()
+            except KeyboardInterrupt:
+                interrupted = True
+        self.check()
+        try:
+            os.fsync(self.fd)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, self.name) from None
+        if interrupted:
+            raise KeyboardInterrupt
 
     def _loop(self) -> None:
         while True:
@@ -59,7 +81,3 @@ class Syncer:
                 return
             if self._stopping.wait(self.every):
                 return
-
-    def _raise_failure(self) -> None:
-        if self._error is not None:  # a new one each time (a raise keeps its traceback)
-            raise OSError(self._error.errno, self._error.strerror)
