@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -70,3 +71,67 @@ def test_the_server_starts_before_the_command_line_is_imported() -> None:
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["first", "bash"]
+
+
+def test_ctrl_c_while_the_server_starts_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    def interrupted(env: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(workerserver, "start", interrupted)
+    from intercode.cli import main
+
+    assert main(["eval", "bash", "--dataset", "bash-demo"]) == 130
+    assert capsys.readouterr().err.strip() == "intercode: interrupted"
+
+
+def test_a_command_that_fails_stops_the_server_it_started(monkeypatch: pytest.MonkeyPatch,
+                                                          started: list[str]) -> None:
+    stopped: list[bool] = []
+    monkeypatch.setattr(workerserver, "stop", lambda: stopped.append(True))
+    from intercode.cli import main
+
+    with pytest.raises(SystemExit) as raised:  # argparse's exit on a bad value
+        main(["eval", "bash", "--workers", "0"])
+    assert raised.value.code == 2
+    assert started == ["bash"] and stopped == [True]
+
+
+def test_a_server_that_cannot_start_is_the_commands_one_line_error(tmp_path) -> None:
+    """A temporary folder whose path is too long for a unix socket: the server cannot
+    start; the command says so in one line, as before the server started early."""
+    deep = tmp_path / ("a" * 60) / ("b" * 60)
+    deep.mkdir(parents=True)
+    proc = subprocess.run([sys.executable, "-m", "intercode", "eval", "bash", "--dataset",
+                           "bash-demo", "--tasks", "0", "--output", str(tmp_path / "run"),
+                           "--no-progress"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TMPDIR": str(deep)})
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == ["intercode: error: AF_UNIX path too long"]
+
+
+SERVER = """
+import os, signal
+from intercode.runner import workerserver
+from multiprocessing import forkserver
+
+workerserver.start("bash")
+pid = forkserver._forkserver._forkserver_pid
+with open("/proc/%d/status" % pid) as fh:
+    ignored = int(next(l for l in fh if l.startswith("SigIgn:")).split()[1], 16)
+print("server ignores SIGINT", bool(ignored & (1 << (signal.SIGINT - 1))))
+print("here the default", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+workerserver.stop()
+_, status = os.waitpid(pid, 0)
+print("stopped", os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL)
+"""
+
+
+def test_the_server_starts_deaf_to_ctrl_c_and_stop_ends_it() -> None:
+    """The server ignores SIGINT from its start (a Ctrl-C during its imports printed
+    their traceback); the command's own handler is back once it started."""
+    proc = subprocess.run([sys.executable, "-c", SERVER], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["server ignores SIGINT True", "here the default True",
+                                        "stopped True"]

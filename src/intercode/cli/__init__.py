@@ -25,10 +25,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     from intercode.cli.early import start_workers_early
 
-    start_workers_early(sys.argv[1:] if argv is None else argv)
+    try:
+        started = start_workers_early(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        print("\nintercode: interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # the command starts it again, and says in one line why it fails
+        started = False
     from intercode.cli.app import main as run
 
-    return run(argv)
+    code = 1
+    try:
+        code = run(argv)
+    finally:
+        if started and code != 0:
+            from intercode.runner.workerserver import stop
+
+            stop()
+    return code
 
 
 def run() -> int:

@@ -8,9 +8,12 @@ the server with it before it imports its own modules and builds its parser (see
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import signal
+import threading
 from typing import Any
 
-__all__ = ["BUILTIN_ENV_MODULES", "PRELOAD", "start", "worker_context"]
+__all__ = ["BUILTIN_ENV_MODULES", "PRELOAD", "start", "stop", "worker_context"]
 
 # what a fork server imports once for all the workers it forks (besides the environment's
 # own module): a worker forked from it starts without importing anything. The first
@@ -46,10 +49,34 @@ def start(env: str) -> None:
     if getattr(mp.current_process(), "_inheriting", False):
         return
     ctx = worker_context(env)
-    if ctx.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
+    if ctx.get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
 
+    # the server starts with SIGINT ignored, as it ignores it once its imports are done: a
+    # Ctrl-C meanwhile (sent to the whole process group) stops the run, which the server
+    # then follows, instead of printing the traceback of an import it interrupted
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
         forkserver.ensure_running()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def stop() -> None:
+    """End the fork server this process started, if any, now: a command that failed
+    before its run used it (bad arguments) does not leave it importing for nothing, with
+    the command's output pipe open (``intercode eval ... | cat`` waited for it)."""
+    from multiprocessing import forkserver
+
+    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+    if isinstance(pid, int):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _env_module(env: str) -> list[str]:
