@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -115,23 +116,37 @@ import os, signal
 from intercode.runner import workerserver
 from multiprocessing import forkserver
 
-workerserver.start("bash")
-pid = forkserver._forkserver._forkserver_pid
-with open("/proc/%d/status" % pid) as fh:
-    ignored = int(next(l for l in fh if l.startswith("SigIgn:")).split()[1], 16)
-print("server ignores SIGINT", bool(ignored & (1 << (signal.SIGINT - 1))))
-print("here the default", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
-workerserver.stop()
-_, status = os.waitpid(pid, 0)
-print("stopped", os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL)
+def report(conn):
+    conn.send(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+
+if __name__ == "__main__":
+    workerserver.start("bash")
+    pid = forkserver._forkserver._forkserver_pid
+    with open("/proc/%d/status" % pid) as fh:
+        ignored = int(next(l for l in fh if l.startswith("SigIgn:")).split()[1], 16)
+    print("server ignores SIGINT", bool(ignored & (1 << (signal.SIGINT - 1))))
+    print("here the default", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    ctx = workerserver.worker_context("bash")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=report, args=(child,))  # forked from the server
+    proc.start()
+    print("its children the default", parent.recv())
+    proc.join()
+    workerserver.stop()
+    _, status = os.waitpid(pid, 0)
+    print("stopped", os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL)
 """
 
 
-def test_the_server_starts_deaf_to_ctrl_c_and_stop_ends_it() -> None:
+def test_the_server_starts_deaf_to_ctrl_c_and_stop_ends_it(tmp_path: Path) -> None:
     """The server ignores SIGINT from its start (a Ctrl-C during its imports printed
-    their traceback); the command's own handler is back once it started."""
-    proc = subprocess.run([sys.executable, "-c", SERVER], capture_output=True, text=True,
+    their traceback); the command's own handler is back once it started, and so is the
+    default handler of what the server forks (a program's own processes, where the fork
+    server is its default too)."""
+    script = tmp_path / "server.py"
+    script.write_text(SERVER)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["server ignores SIGINT True", "here the default True",
-                                        "stopped True"]
+                                        "its children the default True", "stopped True"]

@@ -13,7 +13,7 @@ import signal
 import threading
 from typing import Any
 
-__all__ = ["BUILTIN_ENV_MODULES", "PRELOAD", "start", "stop", "worker_context"]
+__all__ = ["BUILTIN_ENV_MODULES", "LAST", "PRELOAD", "start", "stop", "worker_context"]
 
 # what a fork server imports once for all the workers it forks (besides the environment's
 # own module): a worker forked from it starts without importing anything. The first
@@ -21,6 +21,9 @@ __all__ = ["BUILTIN_ENV_MODULES", "PRELOAD", "start", "stop", "worker_context"]
 PRELOAD = ("intercode.runner.onethread", "intercode.runner.worker", "intercode.runner.episode",
            "intercode.envs.factory", "intercode.agents.gold", "intercode.agents.replay",
            "gymnasium", "intercode.runner.preload")
+
+# imported after everything else: Ctrl-C's default handler back (see ``start``)
+LAST = "intercode.runner.preloaded"
 
 # the module of each built-in benchmark's environment (a test checks them against the
 # registry), so that the server can start before the registry is imported
@@ -37,7 +40,7 @@ def worker_context(env: str) -> Any:
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     # taken when the server starts: the first run of this process chooses them
-    ctx.set_forkserver_preload([*PRELOAD, *_env_module(env)])
+    ctx.set_forkserver_preload([*PRELOAD, *_env_module(env), LAST])
     return ctx
 
 
@@ -55,7 +58,8 @@ def start(env: str) -> None:
 
     # the server starts with SIGINT ignored, as it ignores it once its imports are done: a
     # Ctrl-C meanwhile (sent to the whole process group) stops the run, which the server
-    # then follows, instead of printing the traceback of an import it interrupted
+    # then follows, instead of printing the traceback of an import it interrupted (its
+    # last import, LAST, puts the default handler back for what it forks)
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
