@@ -133,8 +133,12 @@ if __name__ == "__main__":
     print("its children the default", parent.recv())
     proc.join()
     workerserver.stop()
-    _, status = os.waitpid(pid, 0)
-    print("stopped", os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL)
+    try:
+        os.kill(pid, 0)
+        gone = False
+    except ProcessLookupError:
+        gone = True
+    print("stopped", gone and forkserver._forkserver._forkserver_pid is None)
 """
 
 
@@ -150,3 +154,29 @@ def test_the_server_starts_deaf_to_ctrl_c_and_stop_ends_it(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["server ignores SIGINT True", "here the default True",
                                         "its children the default True", "stopped True"]
+
+
+TWO_COMMANDS = """
+import sys
+from intercode.cli import main
+
+if __name__ == "__main__":
+    try:
+        main(["eval", "bash", "--workers", "0"])
+    except SystemExit as exc:
+        print("refused", exc.code)
+    print("ran", main(["eval", "bash", "--dataset", "bash-demo", "--tasks", "0",
+                       "--output", sys.argv[1], "--no-progress"]))
+"""
+
+
+def test_a_caller_runs_a_command_after_one_that_stopped_the_server(tmp_path: Path) -> None:
+    """A refused command stops the fork server it started; the same process's next run
+    starts a new one (multiprocessing must not think the killed one still serves)."""
+    script = tmp_path / "two.py"
+    script.write_text(TWO_COMMANDS)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "refused 2" and lines[-1] == "ran 0", proc.stdout

@@ -75,12 +75,20 @@ def stop() -> None:
     the command's output pipe open (``intercode eval ... | cat`` waited for it)."""
     from multiprocessing import forkserver
 
-    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
-    if isinstance(pid, int):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    server = getattr(forkserver, "_forkserver", None)
+    pid = getattr(server, "_forkserver_pid", None)
+    if not isinstance(pid, int):
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    # multiprocessing's own stop (it reaps the server and forgets it), so that a later
+    # run of this process starts a new one: a caller of ``intercode.cli.main`` may run
+    # another command after one that failed
+    forget = getattr(server, "_stop", None)
+    if callable(forget):
+        forget()
 
 
 def _env_module(env: str) -> list[str]:
