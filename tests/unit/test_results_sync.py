@@ -19,6 +19,38 @@ def record(task: int) -> dict[str, Any]:
     return {"task": task, "status": "ok", "reward": 1.0}
 
 
+def _count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The file's size at each sync, from now on."""
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(syncer.os, "fsync", counting_fsync)
+    return synced
+
+
+def _fail_syncs(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    failed = threading.Event()
+
+    def failing_fsync(fd: int) -> None:
+        failed.set()
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(syncer.os, "fsync", failing_fsync)
+    return failed
+
+
+def _wait_for_failure(log: ResultsLog) -> None:
+    for _ in range(500):
+        if log._syncer is not None and log._syncer._error is not None:
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError("the failed sync was never recorded")
+
+
 def test_an_append_does_not_wait_for_the_disk(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     entered, release = threading.Event(), threading.Event()
@@ -48,14 +80,7 @@ def test_an_append_does_not_wait_for_the_disk(tmp_path: Path,
 
 def test_close_syncs_the_last_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "results.jsonl"
-    synced: list[int] = []
-    real_fsync = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        synced.append(os.fstat(fd).st_size)
-        real_fsync(fd)
-
-    monkeypatch.setattr(syncer.os, "fsync", counting_fsync)
+    synced = _count_syncs(monkeypatch)
     log = ResultsLog(path)
     for task in range(50):
         log.append(record(task))
@@ -67,20 +92,11 @@ def test_close_syncs_the_last_record(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_a_failed_sync_is_raised_and_the_file_still_closed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    failed = threading.Event()
-
-    def failing_fsync(fd: int) -> None:
-        failed.set()
-        raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr(syncer.os, "fsync", failing_fsync)
+    failed = _fail_syncs(monkeypatch)
     log = ResultsLog(tmp_path / "results.jsonl")
     log.append(record(0))
     assert failed.wait(10)
-    for _ in range(200):  # the thread records the failure just after the call
-        if log._syncer is not None and log._syncer._error is not None:
-            break
-        threading.Event().wait(0.01)
+    _wait_for_failure(log)
     with pytest.raises(OSError, match="Input/output error"):
         log.append(record(1))
     with pytest.raises(OSError, match="Input/output error"):
@@ -90,25 +106,6 @@ def test_a_failed_sync_is_raised_and_the_file_still_closed(
         log.close()
     assert fh is not None and fh.closed
     assert log._fh is None
-
-
-def _fail_syncs(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    failed = threading.Event()
-
-    def failing_fsync(fd: int) -> None:
-        failed.set()
-        raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr(syncer.os, "fsync", failing_fsync)
-    return failed
-
-
-def _wait_for_failure(log: ResultsLog) -> None:
-    for _ in range(500):
-        if log._syncer is not None and log._syncer._error is not None:
-            return
-        threading.Event().wait(0.01)
-    raise AssertionError("the failed sync was never recorded")
 
 
 def test_a_failed_sync_names_the_file_and_comes_before_the_next_record(
@@ -146,14 +143,7 @@ def test_a_sync_thread_that_cannot_start_is_an_os_error(
 def test_ctrl_c_during_the_last_sync_still_syncs_then_is_raised(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "results.jsonl"
-    synced: list[int] = []
-    real_fsync = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        synced.append(os.fstat(fd).st_size)
-        real_fsync(fd)
-
-    monkeypatch.setattr(syncer.os, "fsync", counting_fsync)
+    synced = _count_syncs(monkeypatch)
     log = ResultsLog(path)
     log.append(record(0))
     assert log._syncer is not None
