@@ -13,11 +13,18 @@ from intercode.benchmarks import builtin
 from intercode.cli import early
 from intercode.runner import workerserver
 
+FAKE_PID = 4242  # what the fake start says it started
+
 
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    monkeypatch.setattr(workerserver, "start", calls.append)
+
+    def fake_start(env: str) -> int:
+        calls.append(env)
+        return FAKE_PID
+
+    monkeypatch.setattr(workerserver, "start", fake_start)
     return calls
 
 
@@ -29,7 +36,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 ])
 def test_a_local_eval_of_a_built_in_environment_starts_it(started: list[str],
                                                            argv: list[str]) -> None:
-    assert early.start_workers_early(argv)
+    assert early.start_workers_early(argv) == FAKE_PID
     assert started == [argv[1]]
 
 
@@ -44,7 +51,7 @@ def test_a_local_eval_of_a_built_in_environment_starts_it(started: list[str],
 ])
 def test_nothing_is_started_where_it_would_be_wasted_or_unsure(started: list[str],
                                                                argv: list[str]) -> None:
-    assert not early.start_workers_early(argv)
+    assert early.start_workers_early(argv) is None
     assert started == []
 
 
@@ -88,14 +95,14 @@ def test_ctrl_c_while_the_server_starts_is_one_line(monkeypatch: pytest.MonkeyPa
 
 def test_a_command_that_fails_stops_the_server_it_started(monkeypatch: pytest.MonkeyPatch,
                                                           started: list[str]) -> None:
-    stopped: list[bool] = []
-    monkeypatch.setattr(workerserver, "stop", lambda: stopped.append(True))
+    stopped: list[int] = []
+    monkeypatch.setattr(workerserver, "stop", stopped.append)
     from intercode.cli import main
 
     with pytest.raises(SystemExit) as raised:  # argparse's exit on a bad value
         main(["eval", "bash", "--workers", "0"])
     assert raised.value.code == 2
-    assert started == ["bash"] and stopped == [True]
+    assert started == ["bash"] and stopped == [FAKE_PID]
 
 
 def test_a_server_that_cannot_start_is_the_commands_one_line_error(tmp_path) -> None:
@@ -112,27 +119,37 @@ def test_a_server_that_cannot_start_is_the_commands_one_line_error(tmp_path) -> 
 
 
 SERVER = """
-import os, signal
+import os, signal, sys
 from intercode.runner import workerserver
 from multiprocessing import forkserver
 
 def report(conn):
-    conn.send(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    handler = signal.getsignal(signal.SIGINT)
+    conn.send({signal.default_int_handler: "default", signal.SIG_IGN: "ignore"}.get(
+        handler, repr(handler)))
+
+def ignored_by(pid):
+    with open("/proc/%d/status" % pid) as fh:
+        mask = int(next(l for l in fh if l.startswith("SigIgn:")).split()[1], 16)
+    return bool(mask & (1 << (signal.SIGINT - 1)))
 
 if __name__ == "__main__":
-    workerserver.start("bash")
-    pid = forkserver._forkserver._forkserver_pid
-    with open("/proc/%d/status" % pid) as fh:
-        ignored = int(next(l for l in fh if l.startswith("SigIgn:")).split()[1], 16)
-    print("server ignores SIGINT", bool(ignored & (1 << (signal.SIGINT - 1))))
-    print("here the default", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    if sys.argv[1] == "ignoring":  # a caller that ignores Ctrl-C itself
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    before = signal.getsignal(signal.SIGINT)
+    pid = workerserver.start("bash")
+    print("server ignores SIGINT", ignored_by(pid))
+    print("here as before", signal.getsignal(signal.SIGINT) is before)
+    print("a second start", workerserver.start("bash"))
     ctx = workerserver.worker_context("bash")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=report, args=(child,))  # forked from the server
     proc.start()
-    print("its children the default", parent.recv())
+    print("its children", parent.recv())
     proc.join()
-    workerserver.stop()
+    workerserver.stop(pid + 1)  # not the server this process started: left alone
+    print("another pid stopped nothing", forkserver._forkserver._forkserver_pid == pid)
+    workerserver.stop(pid)
     try:
         os.kill(pid, 0)
         gone = False
@@ -142,18 +159,42 @@ if __name__ == "__main__":
 """
 
 
-def test_the_server_starts_deaf_to_ctrl_c_and_stop_ends_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("caller", "children"), [("default", "default"),
+                                                   ("ignoring", "ignore")])
+def test_the_server_starts_deaf_to_ctrl_c_and_stop_ends_it(tmp_path: Path, caller: str,
+                                                           children: str) -> None:
     """The server ignores SIGINT from its start (a Ctrl-C during its imports printed
-    their traceback); the command's own handler is back once it started, and so is the
-    default handler of what the server forks (a program's own processes, where the fork
-    server is its default too)."""
+    their traceback); the command's own handler is back once it started, and what the
+    server forks has the handler it would have had without this: Python's default, or
+    the caller's ignoring it (a program's own processes, where the fork server is its
+    default too). ``stop`` ends only the server its pid names."""
     script = tmp_path / "server.py"
     script.write_text(SERVER)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, str(script), caller], capture_output=True,
+                          text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["server ignores SIGINT True", "here the default True",
-                                        "its children the default True", "stopped True"]
+    assert proc.stdout.splitlines() == [
+        "server ignores SIGINT True", "here as before True", "a second start None",
+        f"its children {children}", "another pid stopped nothing True", "stopped True"]
+
+
+def test_ctrl_c_before_the_commands_handler_is_one_line_and_stops_the_server(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        started: list[str]) -> None:
+    from intercode.cli import app, main
+
+    stopped: list[int] = []
+    monkeypatch.setattr(workerserver, "stop", stopped.append)
+
+    def interrupted(argv: object) -> int:  # a Ctrl-C while the parser is built, say
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(app, "main", interrupted)
+    assert main(["eval", "bash", "--dataset", "bash-demo"]) == 130
+    assert capsys.readouterr().err.strip() == "intercode: interrupted"
+    assert stopped == [FAKE_PID]
+
+
 
 
 TWO_COMMANDS = """

@@ -89,3 +89,35 @@ def test_the_default_is_local_worker_processes(tmp_path):
     cfg = RunConfig(env="bash", dataset="bash-demo", agent="gold", output=tmp_path / "run")
     assert cfg.executor == LocalExecutorFactory() and cfg.executor.runs_here
     assert cfg.executor.name == "local" and cfg.executor.recorded() == {}
+
+
+@dataclass
+class _Interrupted(_Elsewhere):
+    def run(self, tasks: Sequence[int], on_record: OnRecord) -> None:
+        super().run(tasks[:1], on_record)
+        raise KeyboardInterrupt  # Ctrl-C after the first record
+
+
+@dataclass(frozen=True)
+class InterruptedElsewhere(Elsewhere):
+    def __call__(self, spec: WorkerSpec, workers: int, on_root: OnRoot) -> Executor:
+        return _Interrupted(spec, on_root, self.ran)
+
+
+def test_a_run_stopped_by_ctrl_c_still_says_its_results_could_not_be_synced(
+        tmp_path, monkeypatch, caplog):
+    """The run's own error (here Ctrl-C) is the one raised; a results file that could not
+    be synced meanwhile is still said, naming the file, and the summary written."""
+    from intercode.runner import syncer
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(syncer.os, "fsync", failing_fsync)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        execute(RunConfig(env="bash", dataset="bash-demo", agent="gold", tasks=(0, 1),
+                          output=out, executor=InterruptedElsewhere()), progress=False)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("Input/output error" in w and str(out / "results.jsonl") in w for w in warned)
+    assert json.loads((out / "summary.json").read_text())["finished"] == 1

@@ -25,23 +25,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     from intercode.cli.early import start_workers_early
 
-    try:
-        started = start_workers_early(sys.argv[1:] if argv is None else argv)
-    except KeyboardInterrupt:
-        print("\nintercode: interrupted", file=sys.stderr)
-        return 130
-    except Exception:  # the command starts it again, and says in one line why it fails
-        started = False
-    from intercode.cli.app import main as run
-
+    server: int | None = None
     code = 1
     try:
-        code = run(argv)
+        try:
+            server = start_workers_early(sys.argv[1:] if argv is None else argv)
+        except Exception:  # the command starts it again, and says in one line why it fails
+            server = None
+        from intercode.cli.app import main as run_command
+
+        code = run_command(argv)
+    except KeyboardInterrupt:  # before the command's own handler is in place
+        print("\nintercode: interrupted", file=sys.stderr)
+        code = 130
     finally:
-        if started and code != 0:
+        if server is not None and code != 0:
             from intercode.runner.workerserver import stop
 
-            stop()
+            stop(server)
     return code
 
 

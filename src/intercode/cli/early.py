@@ -17,18 +17,18 @@ __all__ = ["start_workers_early"]
 NO_WORKERS = ("human", "ray")
 
 
-def start_workers_early(argv: Sequence[str]) -> bool:
+def start_workers_early(argv: Sequence[str]) -> int | None:
     """Start the fork server if ``argv`` (without the program's name) is a local ``eval``
-    of a built-in environment; whether it did."""
-    from intercode.runner.workerserver import BUILTIN_ENV_MODULES, start
+    of a built-in environment; the pid of the server started (``None``: none, or one was
+    running already)."""
+    from intercode.runner import workerserver
 
-    if len(argv) < 2 or argv[0] != "eval" or argv[1] not in BUILTIN_ENV_MODULES:
-        return False
+    if len(argv) < 2 or argv[0] != "eval" or argv[1] not in workerserver.BUILTIN_ENV_MODULES:
+        return None
     for token in argv[2:]:
         if token in ("-h", "--help") or token.startswith("--he"):
-            return False
+            return None
         value = token.split("=", 1)[1] if token.startswith("--") and "=" in token else token
         if value in NO_WORKERS:
-            return False
-    start(argv[1])
-    return True
+            return None
+    return workerserver.start(argv[1])

@@ -255,13 +255,15 @@ def _run(cfg: RunConfig, dataset: Dataset, tasks: tuple[int, ...],
     finally:
         # each step whatever the others do (a results file that cannot be synced still
         # leaves the messages closed and the summary of the records it holds); the first
-        # failure is raised, unless the run itself failed (its error says more)
+        # failure is raised, or, when the run itself failed (its error is raised), said
         closing = _each(results.close, messages.close, bar.finish)
         selected = {t: previous[t] for t in tasks if t in previous}
         summary = summarize(selected, len(tasks), {t for t in tasks if t in known})
         save_json(out / "summary.json", summary)
-        if closing is not None and not failed:
-            raise closing
+        if closing is not None:
+            if not failed:
+                raise closing
+            log.warning("while the run stopped: %s", str(closing) or type(closing).__name__)
     return summary
 
 

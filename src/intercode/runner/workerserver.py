@@ -32,52 +32,66 @@ BUILTIN_ENV_MODULES = {"bash": "intercode.envs.bash", "sql": "intercode.envs.sql
                        "swe": "intercode.envs.swe"}
 
 
-def worker_context(env: str) -> Any:
+def worker_context(env: str, quiet_start: bool = False) -> Any:
     """The multiprocessing context workers start from: a fork server that preloaded the
     modules every worker needs (a worker costs a fork, not an interpreter's start-up and
-    its imports), where the platform has one; else ``spawn``."""
+    its imports), where the platform has one; else ``spawn``. ``quiet_start``: the server
+    is started with SIGINT ignored (see :func:`start`), and its last import puts Python's
+    default handler back."""
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     # taken when the server starts: the first run of this process chooses them
-    ctx.set_forkserver_preload([*PRELOAD, *_env_module(env), LAST])
+    ctx.set_forkserver_preload([*PRELOAD, *_env_module(env), *([LAST] if quiet_start else [])])
     return ctx
 
 
-def start(env: str) -> None:
-    """Start the fork server of benchmark ``env``'s workers now (if it is not running).
+def start(env: str) -> int | None:
+    """Start the fork server of benchmark ``env``'s workers now, unless one runs; the pid
+    of the server this call started (``None``: none).
+
     Nothing in a worker still importing the run's main script (one that starts a run when
     imported): the run's own check says so in one line (``executors.refuse_nested_start``),
-    where multiprocessing would raise its long bootstrapping error here."""
+    where multiprocessing would raise its long bootstrapping error here.
+
+    In the main thread, where Ctrl-C has a handler, the server starts with SIGINT ignored,
+    as it ignores it once its imports are done: a Ctrl-C meanwhile (sent to the whole
+    process group) stops the run, which the server then follows, instead of printing the
+    traceback of the import it interrupted; its last import (:data:`LAST`) puts Python's
+    default handler back for the processes it forks, which they would have had without
+    this. A caller that ignores SIGINT (or whose handler is not Python's) is left as it
+    is: its processes ignore it, or get the default, as they would have."""
     if getattr(mp.current_process(), "_inheriting", False):
-        return
-    ctx = worker_context(env)
-    if ctx.get_start_method() != "forkserver":
-        return
+        return None
     from multiprocessing import forkserver
 
-    # the server starts with SIGINT ignored, as it ignores it once its imports are done: a
-    # Ctrl-C meanwhile (sent to the whole process group) stops the run, which the server
-    # then follows, instead of printing the traceback of an import it interrupted (its
-    # last import, LAST, puts the default handler back for what it forks)
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    server = forkserver._forkserver
+    before = getattr(server, "_forkserver_pid", None)
+    quiet = (threading.current_thread() is threading.main_thread()
+             and callable(signal.getsignal(signal.SIGINT)))
+    ctx = worker_context(env, quiet_start=quiet)
+    if ctx.get_start_method() != "forkserver":
+        return None
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if quiet else None
     try:
         forkserver.ensure_running()
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    pid = getattr(server, "_forkserver_pid", None)
+    return pid if isinstance(pid, int) and pid != before else None
 
 
-def stop() -> None:
-    """End the fork server this process started, if any, now: a command that failed
-    before its run used it (bad arguments) does not leave it importing for nothing, with
-    the command's output pipe open (``intercode eval ... | cat`` waited for it)."""
+def stop(pid: int) -> None:
+    """End the fork server ``pid`` (one :func:`start` started) now, if it is still the
+    one this process runs: a command that failed before its run used it (bad arguments)
+    does not leave it importing for nothing, with the command's output pipe open
+    (``intercode eval ... | cat`` waited for it). A server started by something else
+    in the process (another run in another thread) is never touched."""
     from multiprocessing import forkserver
 
-    server = getattr(forkserver, "_forkserver", None)
-    pid = getattr(server, "_forkserver_pid", None)
-    if not isinstance(pid, int):
+    server = forkserver._forkserver
+    if getattr(server, "_forkserver_pid", None) != pid:
         return
     try:
         os.kill(pid, signal.SIGKILL)
