@@ -23,12 +23,12 @@ __getattr__, __dir__ = lazy_exports(globals(), {"intercode.cli.app": ["build_par
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    from intercode.cli.early import start_workers_early
-
     server: int | None = None
     code = 1
     try:
         try:
+            from intercode.cli.early import start_workers_early
+
             server = start_workers_early(sys.argv[1:] if argv is None else argv)
         except Exception:  # the command starts it again, and says in one line why it fails
             server = None
