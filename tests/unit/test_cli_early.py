@@ -134,8 +134,10 @@ def ignored_by(pid):
     return bool(mask & (1 << (signal.SIGINT - 1)))
 
 if __name__ == "__main__":
-    if sys.argv[1] == "ignoring":  # a caller that ignores Ctrl-C itself
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a caller with Python's handler, or one that ignores Ctrl-C itself (set here: a test
+    # run started in the background of a script has it ignored from the start)
+    signal.signal(signal.SIGINT, signal.SIG_IGN if sys.argv[1] == "ignoring"
+                  else signal.default_int_handler)
     before = signal.getsignal(signal.SIGINT)
     pid = workerserver.start("bash")
     print("server ignores SIGINT", ignored_by(pid))
