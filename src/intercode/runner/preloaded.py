@@ -1,8 +1,8 @@
-"""Imported last by a run's fork server (see ``workerserver``): Ctrl-C's default handler
-back for the processes it forks.
+"""Imported last by a run's fork server when it started with SIGINT ignored (see
+``workerserver.start``): Ctrl-C's default handler back for the processes it forks.
 
-The server starts with SIGINT ignored, so that a Ctrl-C during its imports does not
-print their traceback (the run stops, and the server with it). Python's fork server
+The server starts so, so that a Ctrl-C during its imports does not print their
+traceback (the run stops, and the server with it). Python's fork server
 ignores SIGINT itself once its imports are done, and gives each process it forks the
 handler it had before: the default one again, set here, so that nothing else forked
 from it (a program's own processes, where the fork server is also its default) ignores
