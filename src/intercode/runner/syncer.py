@@ -3,9 +3,9 @@
 The writer's ``write`` puts each line in the kernel at once (a killed run loses nothing
 it wrote); what ``fsync`` adds is that the line survives the machine's crash. Done in the
 writer's thread, it held the run's process for 0.1 to a few milliseconds per record (the
-disk's flush), which bounded the records one process could write; here a thread does it, at most every
-:data:`SYNC_EVERY_S` (lines written meanwhile share one ``fsync``: a group commit), and
-:meth:`Syncer.close` does the last one before the file is closed. A crash of the machine
+disk's flush), which bounded the records one process could write; here a thread does it,
+at most every :data:`SYNC_EVERY_S` (lines written meanwhile share one ``fsync``: a group
+commit), and :meth:`Syncer.close` does the last one before the file is closed. A crash of the machine
 loses at most the lines of that interval; ``--resume`` runs their episodes again.
 """
 
