@@ -5,8 +5,9 @@ it wrote); what ``fsync`` adds is that the line survives the machine's crash. Do
 writer's thread, it held the run's process for 0.1 to a few milliseconds per record (the
 disk's flush), which bounded the records one process could write; here a thread does it,
 at most every :data:`SYNC_EVERY_S` (lines written meanwhile share one ``fsync``: a group
-commit), and :meth:`Syncer.close` does the last one before the file is closed. A crash of the machine
-loses at most the lines of that interval; ``--resume`` runs their episodes again.
+commit), and :meth:`Syncer.close` does the last one before the file is closed. A crash of
+the machine loses at most the lines of that interval; ``--resume`` runs their episodes
+again.
 """
 
 from __future__ import annotations
