@@ -8,7 +8,8 @@ gold`` with ``PYTHONPATH`` set to one tree (as ``bench_throughput.py`` runs them
 included, the CPU of the whole process tree). The trees take turns, A B B A ..., so that
 the machine's drift (here 10-20 % within minutes) hits both alike. Reported per tree: the
 median wall time, the median CPU, the median time to the first record (the start-up as a
-user sees it), and episodes per second.
+user sees it), the time from the last record to the exit, the episodes per second between
+the first record and the last (the steady rate), and episodes per second.
 
 ``--tasks 0,1`` measures the start-up (two episodes); ``--walkers-out`` runs every task but
 the walkers (the NL2Bash throughput goal's tasks, found as ``bench_throughput.py`` finds
@@ -44,10 +45,13 @@ def one_run(src: str, tasks: str) -> dict[str, float]:
                                      "--agent", "gold", "--output", str(log.parent),
                                      "--no-progress"], env=env, stdout=subprocess.DEVNULL,
                                     stderr=err)
-            first = None
+            first = last = None
+            size = 0
             while proc.poll() is None:
-                if first is None and log.exists() and log.stat().st_size > 0:
-                    first = time.perf_counter() - start
+                now_size = log.stat().st_size if log.exists() else 0
+                if now_size != size:  # a record (or several) came in
+                    size, last = now_size, time.perf_counter() - start
+                    first = last if first is None else first
                 time.sleep(0.002)
         wall = time.perf_counter() - start
         bt._reap_orphans()
@@ -55,7 +59,11 @@ def one_run(src: str, tasks: str) -> dict[str, float]:
         if proc.returncode != 0:
             raise SystemExit(f"the run of {src} failed:\n{errors.read_text()[-2000:]}")
         episodes = len(log.read_text().splitlines())
-    return {"wall_s": wall, "cpu_s": cpu, "first_s": first if first is not None else wall,
+    first = first if first is not None else wall
+    last = last if last is not None else wall
+    return {"wall_s": wall, "cpu_s": cpu, "first_s": first,
+            "exit_after_last_s": wall - last,
+            "between_per_s": (episodes - 1) / (last - first) if last > first else 0.0,
             "episodes_per_s": episodes / wall}
 
 
