@@ -5,14 +5,12 @@ no integration)."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
 import sys
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -21,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from intercode.agents.names import STRATEGIES
 from intercode.errors import FatalRunError, RunAborted
 from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_main
-from intercode.runner.workerserver import start, worker_context
+from intercode.runner.workerserver import importing_main, signal_ignored, start, worker_context
 
 if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium there
     from intercode.envs.base import IntercodeEnv
@@ -96,7 +94,7 @@ NO_MAIN_GUARD = ("the script starts a run when it is imported: worker processes 
 def refuse_nested_start() -> None:
     """End this process, with one line, if it is a worker still importing the run's main
     script (multiprocessing runs the script again in each worker it starts)."""
-    if getattr(mp.current_process(), "_inheriting", False):
+    if importing_main():
         print(f"intercode: {NO_MAIN_GUARD}", file=sys.stderr)
         os._exit(MAIN_REIMPORTED)
 
@@ -265,23 +263,13 @@ class LocalExecutor:
         self._pool = []
 
 
-@contextmanager
-def _pipes_never_kill() -> Iterator[None]:
-    """``SIGPIPE`` ignored meanwhile (in the main thread, the only one that may set it).
-
-    The command line sets it to its default (``intercode ... | head`` ends quietly), and
-    with it a write to the pipe of a worker that had just died (a task sent, or the
-    stop at the end) killed the whole run at once, silently, instead of raising the
-    ``BrokenPipeError`` that the death's handling expects."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGPIPE, previous)
+def _pipes_never_kill() -> AbstractContextManager[None]:
+    """``SIGPIPE`` ignored while the workers run. The command line sets it to its default
+    (``intercode ... | head`` ends quietly), and with it a write to the pipe of a worker
+    that had just died (a task sent, or the stop at the end) killed the whole run at
+    once, silently, instead of raising the ``BrokenPipeError`` that the death's handling
+    expects."""
+    return signal_ignored(signal.SIGPIPE)
 
 
 class InlineExecutor:

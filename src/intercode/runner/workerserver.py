@@ -11,9 +11,12 @@ import multiprocessing as mp
 import os
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
-__all__ = ["BUILTIN_ENV_MODULES", "LAST", "PRELOAD", "start", "stop", "worker_context"]
+__all__ = ["BUILTIN_ENV_MODULES", "LAST", "PRELOAD", "importing_main", "signal_ignored", "start",
+           "stop", "worker_context"]
 
 # what a fork server imports once for all the workers it forks (besides the environment's
 # own module): a worker forked from it starts without importing anything. The first
@@ -61,7 +64,7 @@ def start(env: str) -> int | None:
     default handler back for the processes it forks, which they would have had without
     this. A caller that ignores SIGINT (or whose handler is not Python's) is left as it
     is: its processes ignore it, or get the default, as they would have."""
-    if getattr(mp.current_process(), "_inheriting", False):
+    if importing_main():
         return None
     from multiprocessing import forkserver
 
@@ -72,12 +75,8 @@ def start(env: str) -> int | None:
     ctx = worker_context(env, quiet_start=quiet)
     if ctx.get_start_method() != "forkserver":
         return None
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if quiet else None
-    try:
+    with signal_ignored(signal.SIGINT) if quiet else nullcontext():
         forkserver.ensure_running()
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
     pid = getattr(server, "_forkserver_pid", None)
     return pid if isinstance(pid, int) and pid != before else None
 
@@ -103,6 +102,27 @@ def stop(pid: int) -> None:
     forget = getattr(server, "_stop", None)
     if callable(forget):
         forget()
+
+
+def importing_main() -> bool:
+    """Whether this process is a worker still importing the run's main script
+    (multiprocessing runs the script again in each process it starts)."""
+    return bool(getattr(mp.current_process(), "_inheriting", False))
+
+
+@contextmanager
+def signal_ignored(signum: int) -> Iterator[None]:
+    """Signal ``signum`` ignored meanwhile, then its handler back (in the main thread, the
+    only one that may set it; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signum, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signum, previous)
 
 
 def _env_module(env: str) -> list[str]:
