@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             server = start_workers_early(sys.argv[1:] if argv is None else argv)
         except Exception:  # the command starts it again, and says in one line why it fails
-            server = None
+            pass
         from intercode.cli.app import main as run_command
 
         code = run_command(argv)
