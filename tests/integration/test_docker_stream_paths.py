@@ -93,8 +93,10 @@ def test_the_python_interpreter_is_interrupted(mode, monkeypatch):
 
 
 def test_background_processes_are_frozen_between_actions(box):
-    box.run("(i=0; while :; do i=$((i+1)); echo $i > /work/ticks; sleep 0.01; done) & "
-            "sleep 0.2")
+    # the counter is written whole, by a rename: `echo > file` truncates first, and a
+    # read (or a freeze) between the truncation and the write saw an empty file
+    box.run("(i=0; while :; do i=$((i+1)); echo $i > /work/ticks.new; "
+            "mv -f /work/ticks.new /work/ticks; sleep 0.01; done) & sleep 0.2")
     time.sleep(0.5)  # the freeze comes a few milliseconds after the action
     first = box.hashes(["work/ticks"])
     time.sleep(0.3)
