@@ -156,3 +156,34 @@ def test_a_reply_comes_apart_from_the_output_and_is_bounded(py):
     big = py.run(json.dumps({"text": "x" * (py.limits.output + 1)}), kind="eval")
     assert big.reply is None and big.exit_code == 0
     assert py.run("1 + 1").output == "2\n" and py.run("1 + 1").reply is None
+
+
+FRESH_STATE = (
+    "import os, signal, subprocess, sys\n"
+    "odd = sorted(s.name for s in signal.valid_signals()\n"
+    "             if signal.getsignal(s) is not signal.SIG_DFL)\n"
+    "print(odd, signal.getsignal(signal.SIGINT) is signal.default_int_handler,\n"
+    "      signal.getsignal(signal.SIGPIPE) is signal.SIG_IGN)\n"
+    "print(sorted(os.environ))\n"
+    "seen = subprocess.run(['env'], capture_output=True, text=True).stdout.splitlines()\n"
+    "print(sorted(seen) == sorted('%s=%s' % kv for kv in os.environ.items()))\n"
+    "print(sys.argv, [m for m in sys.modules if 'icbox' in m])\n"
+    "try:\n"
+    "    import icbox\n"
+    "except ImportError:\n"
+    "    print('no supervisor module')\n"
+)
+FRESH = ("['SIGINT', 'SIGPIPE', 'SIGXFSZ'] True True\n"
+         "['HOME', 'HOSTNAME', 'LANG', 'LOGNAME', 'PATH', 'SHELL', 'TZ', 'USER']\n"
+         "True\n[''] []\nno supervisor module\n")
+
+
+def test_every_fresh_interpreter_has_the_same_process_state(py):
+    """Handlers, environment (Python's and the C library's), argv and no module of the
+    supervisor, in each new interpreter, whatever the last one changed."""
+    for _ in range(3):
+        py.reset()
+        assert py.run(FRESH_STATE).output == FRESH
+        py.run("import os, signal, sys\nos.environ['LEAK'] = '1'\nos.environ.pop('PATH')\n"
+               "signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
+               "signal.signal(signal.SIGINT, signal.SIG_IGN)\nsys.argv.append('x')")

@@ -17,6 +17,7 @@ import ast
 import builtins
 import io
 import json
+import _signal
 import os
 import signal
 import sys
@@ -30,7 +31,13 @@ REQUESTS = {"eval": pyscore.evaluate, "probe": pyscore.probe, "judge": pyscore.j
             "program": pyprogram.program}
 
 
-def child_setup(fds, env, extra_keep=()):
+# an interpreter's own handlers, over those it inherits
+OWN_SIGNALS = ((signal.SIGCHLD, signal.SIG_DFL), (signal.SIGTERM, signal.SIG_DFL),
+               (signal.SIGHUP, signal.SIG_DFL), (signal.SIGALRM, signal.SIG_DFL),
+               (signal.SIGINT, signal.default_int_handler), (signal.SIGPIPE, signal.SIG_IGN))
+
+
+def child_setup(fds, env, extra_keep=(), prepared=False):
     """Turn a fresh fork of the zygote (a copy of the supervisor at boot) into a clean
     interpreter process.
 
@@ -39,13 +46,13 @@ def child_setup(fds, env, extra_keep=()):
     memory, or take a descriptor from it. A spare is forked while the agent's processes
     run, holds the supervisor's descriptors until the loop below closes them, and is the
     next episode's interpreter: dumpable, an agent wrote into its memory (the next
-    episode's ``1 + 1`` was ``3``)."""
+    episode's ``1 + 1`` was ``3``). ``prepared``: the zygote already did what
+    :func:`prepare` does, and the fork set its handlers from :func:`signal_table`."""
     action_r, output_w, status_w = fds
     os.setsid()
-    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    if not prepared:
+        for sig, handler in OWN_SIGNALS:
+            signal.signal(sig, handler)
     signal.set_wakeup_fd(-1)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
@@ -64,22 +71,50 @@ def child_setup(fds, env, extra_keep=()):
                 pass
     for fd in (shell.STATUS_FD, shell.ACTION_FD, SPARE_OUTPUT_FD):
         os.set_inheritable(fd, False)
+    if not prepared:
+        prepare(env)
+    _fresh_streams()
+
+
+def prepare(env):
+    """What every interpreter needs and none of its parents minds: the agent's
+    environment, and no module of the supervisor left to import. The zygote does it
+    once, before its first fork: an interpreter that did it itself copied some 130 pages
+    of the zygote's memory (each written page is copied at its first write), on every
+    reset."""
     os.environ.clear()
     os.environ.update(env)
     for name in [m for m in sys.modules if m == "icbox" or m.startswith("icbox.")]:
         del sys.modules[name]
     sys.argv = [""]
-    _fresh_streams()
+
+
+def signal_table(inherited):
+    """``((signal, handler), ...)`` that gives a fork of the zygote (which ignores every
+    signal it can) the handlers of a fork of pid 1 (``inherited``, as
+    ``signal.getsignal`` gave them) with the interpreter's own over them; in the form
+    :func:`set_signals` passes to ``_signal.signal`` (without the ``signal`` module's
+    enum conversions). Computed once in the zygote."""
+    final = {sig: handler for sig, handler in inherited.items() if handler is not None}
+    final.update(OWN_SIGNALS)
+    raw = {int(signal.SIG_DFL): _signal.SIG_DFL, int(signal.SIG_IGN): _signal.SIG_IGN}
+    return tuple((int(sig), raw[int(handler)] if isinstance(handler, int) else handler)
+                 for sig, handler in final.items())
+
+
+def set_signals(table):
+    """Install :func:`signal_table`'s handlers (a signal that cannot be set is skipped)."""
+    for sig, handler in table:
+        try:
+            _signal.signal(sig, handler)
+        except (OSError, ValueError):
+            pass
 
 
 def dumpable():
     """Dumpable again, like any program (its ``/proc`` files the agent's to read): only
     once this process serves the episode that may touch it (see :func:`child_setup`)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    pyhold._dumpable(True)
 
 
 def _fresh_streams():
@@ -262,14 +297,15 @@ def replay(namespace, sources):
 REQUESTS["replay"] = replay
 
 
-def start(fds, env, go_fd=None):
+def start(fds, env, go_fd=None, prepared=False):
     """Entry of the forked interpreter (never returns).
 
     With ``go_fd`` it is a spare: fully set up, it waits for the supervisor to send a
-    working directory on that descriptor before it serves actions.
+    working directory on that descriptor before it serves actions. ``prepared``: see
+    :func:`child_setup`.
     """
     try:
-        child_setup(fds, env, extra_keep=() if go_fd is None else (go_fd,))
+        child_setup(fds, env, extra_keep=() if go_fd is None else (go_fd,), prepared=prepared)
         repl = Repl()
         if go_fd is not None:
             line = _read_line(os.fdopen(go_fd, "rb", buffering=0))

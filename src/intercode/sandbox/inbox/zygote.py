@@ -184,6 +184,8 @@ def _serve(sock, fds, env):
         except (OSError, ValueError):
             pass
     signal.set_wakeup_fd(-1)
+    table = pyrepl.signal_table(handlers)
+    pyrepl.prepare(env)  # once here, not in every interpreter
     keep = {0, 1, 2, sock.fileno(), *fds}
     if oomguard._procs is not None:
         keep.add(oomguard._procs)
@@ -214,7 +216,7 @@ def _serve(sock, fds, env):
         except OSError:  # no fork now (the agent's processes are at their limit)
             pid = -1
         if pid == 0:
-            _spare(sock, fds, env, go_r, handlers, pyrepl, limits)
+            _spare(sock, fds, env, go_r, table, pyrepl, limits)
         if pid < 0 and pid != ORPHANED:
             _tell(sock, NO_FORK)
         os.close(go_r)
@@ -243,21 +245,17 @@ def _tell(sock, value):
         pass
 
 
-def _spare(sock, fds, env, go_r, handlers, pyrepl, limits):
+def _spare(sock, fds, env, go_r, table, pyrepl, limits):
     """In the new spare: report its pid to pid 1, then become the interpreter."""
     try:
         _tell(sock, os.getpid())
         sock.close()
-        for sig, handler in handlers.items():  # what a fork of pid 1 had (SIGXFSZ ignored)
-            if handler is not None:
-                try:
-                    signal.signal(sig, handler)
-                except (OSError, ValueError):
-                    pass
+        # what a fork of pid 1 had (SIGXFSZ ignored), and the interpreter's own
+        pyrepl.set_signals(table)
         rlimits.apply(limits)  # set, not inherited (see rlimits)
         if "random" in sys.modules:  # a raw fork runs no at-fork hook: reseed as os.fork does
             sys.modules["random"].seed()
         oomguard.join()
     except BaseException:
         os._exit(1)
-    pyrepl.start(fds, env, go_fd=go_r)
+    pyrepl.start(fds, env, go_fd=go_r, prepared=True)
