@@ -13,6 +13,7 @@ outcome and never sees an expected value:
   assert with those values substituted (``decode``), and returns upstream's outcome of it.
 """
 
+import _signal
 import builtins
 import io
 import json
@@ -53,7 +54,7 @@ def outcome(source, namespace, timeout):
     def expire(*_):
         raise TimeoutError("the test took more than %g s" % timeout)
 
-    signal.signal(signal.SIGALRM, expire)
+    _signal.signal(signal.SIGALRM, expire)  # (not the enum conversions of signal's)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         exec(compile(source, "<test>", "exec"), namespace)
@@ -152,7 +153,7 @@ def _probe_test(units, namespace, timeout, budget):
         raise TimeoutError(late["raise"][1])
 
     replies = []
-    signal.signal(signal.SIGALRM, expire)
+    _signal.signal(signal.SIGALRM, expire)  # (not the enum conversions of signal's)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         for source in units:
