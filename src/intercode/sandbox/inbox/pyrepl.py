@@ -13,11 +13,11 @@ record ``<seq> reply\n<json>`` on the status descriptor, just before the status.
 runs each of them as an ``exec`` action, in this interpreter, one after another.
 """
 
+import _signal
 import ast
 import builtins
 import io
 import json
-import _signal
 import os
 import signal
 import sys
