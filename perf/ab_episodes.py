@@ -16,6 +16,11 @@ worker and of its sandboxes (``common.episode_cpu_whole``) per episode.
   python   mbpp, the tasks whose code costs under 0.3 ms (see bench_python.py)
   sql      spider-dev on SQLite, 1,000 random tasks
 
+``--answer wrong`` (python only): the action defines the task's function to return
+``None`` instead of the gold, so that every test fails: an answer is judged at every
+episode (an answer that passes as the gold does is judged once, see
+``envs/outcome_memo.py``), as early in an RL run.
+
 Reports each tree's median and best block and the median of the paired differences
 (B minus A, a pair being two neighbouring blocks).
 """
@@ -54,7 +59,12 @@ def _picks(kind: str, env: Any) -> list[int]:
     return picks
 
 
-def worker(kind: str) -> int:
+def wrong_answer(task: Any) -> str:
+    """The task's function, defined to return ``None``: every test fails."""
+    return f"def {task.entry_point}(*args, **kwargs):\n    return None\n"
+
+
+def worker(kind: str, answer: str) -> int:
     """Build the environment, warm it, then run a block per line read; print its figure."""
     sys.path.insert(0, str(HERE))
     from common import episode_cpu_whole
@@ -67,19 +77,21 @@ def worker(kind: str) -> int:
     env.warm_up()
     try:
         picks = _picks(kind, env)
-        episode_cpu_whole(env, picks)  # one untimed block
+        act = wrong_answer if answer == "wrong" else None
+        episode_cpu_whole(env, picks, act)  # one untimed block
         print(json.dumps({"ready": len(picks)}), flush=True)
         for _line in sys.stdin:
-            print(json.dumps({"ms": episode_cpu_whole(env, picks)}), flush=True)
+            print(json.dumps({"ms": episode_cpu_whole(env, picks, act)}), flush=True)
     finally:
         env.close()
     return 0
 
 
-def _start(kind: str, src: str) -> subprocess.Popen[str]:
+def _start(kind: str, src: str, answer: str) -> subprocess.Popen[str]:
     environ = dict(os.environ, PYTHONPATH=str(Path(src).resolve()))
-    return subprocess.Popen([sys.executable, __file__, "--worker", kind], env=environ,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, __file__, "--worker", kind, "--answer", answer],
+                            env=environ, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
 
 
 def _read(proc: subprocess.Popen[str]) -> dict[str, Any]:
@@ -96,13 +108,19 @@ def main() -> int:
     parser.add_argument("--a", help="the first tree's src folder")
     parser.add_argument("--b", help="the second tree's src folder")
     parser.add_argument("--blocks", type=int, default=12, help="blocks per tree")
+    parser.add_argument("--answer", choices=("gold", "wrong"), default="gold",
+                        help="the one action: the gold, or (python) a function that "
+                             "returns None")
     parser.add_argument("--worker", choices=("bash", "python", "sql"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(args.worker)
+        return worker(args.worker, args.answer)
     if not args.a or not args.b:
         parser.error("--a and --b name the two trees' src folders")
-    procs = {"a": _start(args.env, args.a), "b": _start(args.env, args.b)}
+    if args.answer == "wrong" and args.env != "python":
+        parser.error("--answer wrong is for --env python")
+    procs = {"a": _start(args.env, args.a, args.answer),
+             "b": _start(args.env, args.b, args.answer)}
     try:
         episodes = {tree: _read(proc)["ready"] for tree, proc in procs.items()}
         figures: dict[str, list[float]] = {"a": [], "b": []}
@@ -119,7 +137,7 @@ def main() -> int:
                 proc.stdin.close()
             proc.wait(timeout=120)
     pairs = [b - a for a, b in zip(figures["a"], figures["b"], strict=True)]
-    out = {"env": args.env, "episodes_per_block": episodes,
+    out = {"env": args.env, "answer": args.answer, "episodes_per_block": episodes,
            "a": {"src": args.a, "median_ms": statistics.median(figures["a"]),
                  "best_ms": min(figures["a"]), "blocks_ms": figures["a"]},
            "b": {"src": args.b, "median_ms": statistics.median(figures["b"]),

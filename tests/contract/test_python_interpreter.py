@@ -187,3 +187,44 @@ def test_every_fresh_interpreter_has_the_same_process_state(py):
         py.run("import os, signal, sys\nos.environ['LEAK'] = '1'\nos.environ.pop('PATH')\n"
                "signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
                "signal.signal(signal.SIGINT, signal.SIG_IGN)\nsys.argv.append('x')")
+
+
+JUDGED = [  # (template, reported units): outcomes, exceptions, output, a late test
+    ("assert __ic_unit__(0) == 8", [{"v": 8, "out": "", "err": ""}]),
+    ("assert __ic_unit__(0) == 8", [{"v": 7, "out": "printed\n", "err": "warned\n"}]),
+    ("assert sorted(__ic_unit__(0)) == [1, 2]",
+     [{"v": {"t": "set", "v": [2, 1]}, "out": "", "err": ""}]),
+    ("assert {k: v for k, v in __ic_unit__(0).items()} == {(1, 2): b'x'}",
+     [{"v": {"t": "dict", "v": [[{"t": "tuple", "v": [1, 2]}, {"t": "bytes", "v": "78"}]]},
+       "out": "", "err": ""}]),
+    ("assert __ic_unit__(0) == 2 ** 70 and __ic_unit__(1) == 1j",
+     [{"v": {"t": "int", "v": "400000000000000000"}, "out": "", "err": ""},
+      {"v": {"t": "complex", "v": [0, 1]}, "out": "", "err": ""}]),
+    ("assert __ic_unit__(0) == 1", [{"raise": ["ValueError", "bad input"]}]),
+    ("assert __ic_unit__(0) == 1", ["not a reply"]),
+    ("assert all(x < __ic_unit__(0) for x in range(10 ** 12))",
+     [{"v": 10 ** 13, "out": "", "err": ""}]),
+    ("assert [a for a, b in __ic_unit__(0)] == [1]",
+     [{"v": [[1, 2]], "out": "", "err": ""}]),
+]
+
+
+def test_the_judge_decides_the_same_in_itself_as_in_a_fork(py):
+    """The same templates and values give the same outcomes without a fork (``here``)
+    as in one, and the in-place path forks nothing and leaves no alarm behind."""
+    py.reset()
+    request = {"tests": [{"template": t, "units": u} for t, u in JUDGED], "timeout": 0.5}
+    forked = py.run(json.dumps(request), timeout=30, kind="judge").reply
+    next_pid = ("import subprocess, signal\n"
+                "print(subprocess.Popen(['true']).pid,"
+                " signal.getsignal(signal.SIGALRM) is signal.SIG_DFL,"
+                " signal.getitimer(signal.ITIMER_REAL))")
+    first = py.run(next_pid).output.split()
+    here = py.run(json.dumps({**request, "here": True}), timeout=30, kind="judge").reply
+    second = py.run(next_pid).output.split()
+    assert here == forked
+    outcomes = json.loads(here)
+    assert outcomes[0] == {"output": "", "error": ""}
+    assert outcomes[1]["error"].startswith("Error") and "took more" in outcomes[7]["error"]
+    assert int(second[0]) == int(first[0]) + 1  # only the `true` started in between
+    assert second[1:] == first[1:] == ["True", "(0.0,", "0.0)"], (first, second)

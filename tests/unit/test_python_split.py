@@ -8,8 +8,8 @@ from fractions import Fraction
 
 import pytest
 
-from intercode.rewards.python_split import defined_names, split_test
-from intercode.sandbox.inbox import pyvalue
+from intercode.rewards.python_split import defined_names, pure_template, split_test
+from intercode.sandbox.inbox import pyscore, pyvalue
 
 
 @pytest.mark.parametrize(("test", "template", "units"), [
@@ -93,3 +93,50 @@ def test_bounds():
 def test_malformed_values_are_refused(data):
     with pytest.raises((ValueError, TypeError)):
         pyvalue.decode(data)
+
+
+@pytest.mark.parametrize("template", [
+    "assert __ic_unit__(0) == 8",
+    "assert set(__ic_unit__(0)) == {1, 2} and len(__ic_unit__(1)) > 0",
+    "assert [a for a, *b in __ic_unit__(0)] == [x * 2 for x in range(3)]",
+    "assert sorted(__ic_unit__(0), key=lambda t: t[1]) == []",
+    "assert __ic_unit__(0).count(2) == 1, 'a message'",
+    "assert f'{__ic_unit__(0):>3}' == '  1'",
+    "assert isinstance(__ic_unit__(0), ValueError)",
+    "__ic_unit__(0)[1:2]",
+])
+def test_templates_that_only_compute_are_pure(template):
+    assert pure_template(template)
+
+
+@pytest.mark.parametrize("template", [
+    "assert math.isclose(__ic_unit__(0), 1)",  # a name that is not a pure builtin
+    "assert __ic_unit__(0).__class__",  # an attribute starting with _
+    "assert getattr(__ic_unit__(0), 'x')", "assert __import__('os')", "assert exec('x=1')",
+    "assert globals()", "assert print(1) is None", "assert open('f')",
+    "assert (y := __ic_unit__(0))", "x = __ic_unit__(0)", "del x", "import os",
+    "assert [1 for x.y in __ic_unit__(0)]", "assert [1 for x[0] in __ic_unit__(0)]",
+    "assert [a async for a in b]", "assert 1; assert 2", "assert (", "",
+])
+def test_templates_that_could_change_anything_are_not(template):
+    assert not pure_template(template)
+
+
+def test_every_split_says_whether_its_template_is_pure():
+    assert split_test("assert f(1) == [1]").pure
+    assert not split_test("assert f(1) == [1] or __import__('random').seed(5)").pure
+
+
+@pytest.mark.parametrize(("units", "here"), [
+    ([{"v": [1, {"t": "set", "v": [2]}, {"t": "dict", "v": [[1, {"t": "bytes", "v": "00"}]]}]},
+      {"raise": ["ValueError", "no"]}, "garbled"], True),
+    ([{"v": {"t": "module", "v": "random"}}], False),
+    ([{"v": [{"t": "opaque", "type": "X"}]}], False),
+    ([{"v": {"t": "dict", "v": [[{"t": "decimal", "v": "1"}, 2]]}}], False),
+    ([{"v": {"t": "fraction", "v": ["1", "2"]}}], False),
+])
+def test_the_judge_runs_in_place_only_on_plain_values(units, here):
+    request = {"tests": [{"template": "assert __ic_unit__(0)", "units": units}], "here": True}
+    assert pyscore._here(request) is here
+    assert not pyscore._here(dict(request, here=False))
+    assert not pyscore._here(dict(request, gold={"tests": []}))

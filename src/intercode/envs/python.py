@@ -319,7 +319,9 @@ class PythonEnv(IntercodeEnv):
         if known is not None:
             return known
         if self._gold is not None:
-            result = self._run("gold", request, "judge", len(splits))
+            # templates that can change nothing run without a fork (see python_split)
+            here = all(s.pure for s in splits)
+            result = self._run("gold", {**request, "here": here}, "judge", len(splits))
             pred = _outcomes(_reply(result), len(splits), "the judge", result)
         else:
             result = self._run("gold", {**request, "gold": gold_question}, "judge",

@@ -18,6 +18,12 @@ defines that name (MBPP task 126 tests a function called ``sum``): then, as upst
 the agent's definition is the one under test. A call inside a lambda or comprehension
 that uses the comprehension's own variables cannot be sent alone; its callee is sent
 as a name (an opaque function: such a test fails). MBPP has no such test.
+
+A template is *pure* (:func:`pure_template`) when it can change nothing outside the
+values it computes: one expression or assert built of literals, operators,
+comparisons, comprehensions and lambdas, calls of builtins that only compute, and
+attributes that do not start with ``_``. The judge runs a request of pure templates in
+its interpreter itself rather than in a fork (see ``sandbox/inbox/pyscore.py``).
 """
 
 from __future__ import annotations
@@ -26,10 +32,31 @@ import ast
 import builtins
 from dataclasses import dataclass
 
-__all__ = ["BUILTIN_NAMES", "SplitTest", "defined_names", "split_test"]
+__all__ = ["BUILTIN_NAMES", "PURE_BUILTINS", "SplitTest", "defined_names", "pure_template",
+           "split_test"]
 
 UNIT = "__ic_unit__"
 BUILTIN_NAMES = frozenset(dir(builtins))
+# builtins that only compute from their arguments (no I/O, no attribute or namespace
+# access by name, no code from text, no import): what a pure template may call
+PURE_BUILTINS = frozenset((
+    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr",
+    "complex", "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset",
+    "hash", "hex", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max",
+    "min", "next", "oct", "ord", "pow", "range", "repr", "reversed", "round", "set",
+    "slice", "sorted", "str", "sum", "tuple", "zip", "True", "False", "None", "Ellipsis",
+    "NotImplemented",
+)) | frozenset(name for name in BUILTIN_NAMES
+               if isinstance(getattr(builtins, name), type)
+               and issubclass(getattr(builtins, name), BaseException))
+_PURE_NODES = (
+    ast.Module, ast.Expr, ast.Assert, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Lambda,
+    ast.IfExp, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp,
+    ast.GeneratorExp, ast.Compare, ast.Call, ast.FormattedValue, ast.JoinedStr,
+    ast.Constant, ast.Attribute, ast.Subscript, ast.Starred, ast.Name, ast.List, ast.Tuple,
+    ast.Slice, ast.Load, ast.Store, ast.boolop, ast.operator, ast.unaryop, ast.cmpop,
+    ast.comprehension, ast.arguments, ast.arg, ast.keyword,
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +65,7 @@ class SplitTest:
 
     template: str
     units: tuple[str, ...]
+    pure: bool = False  # the template's :func:`pure_template`
 
 
 def defined_names(source: str) -> frozenset[str]:
@@ -59,12 +87,45 @@ def defined_names(source: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def pure_template(template: str) -> bool:
+    """Whether running ``template`` (on reported values) can change nothing but the
+    values it builds: see the module's docstring. Any doubt is ``False``."""
+    try:
+        tree = ast.parse(template)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    if len(tree.body) != 1:
+        return False
+    nodes = list(ast.walk(tree))
+    # names bound inside: lambdas' parameters and comprehensions' targets, the only
+    # places where something is stored (a target of names, tuples, lists, stars)
+    targets = {id(n) for c in nodes if isinstance(c, ast.comprehension)
+               for n in ast.walk(c.target)}
+    bound = {n.arg for n in nodes if isinstance(n, ast.arg)}
+    bound.update(n.id for n in nodes if isinstance(n, ast.Name) and id(n) in targets)
+    for node in nodes:
+        if not isinstance(node, _PURE_NODES) or (isinstance(node, ast.comprehension)
+                                                 and node.is_async):
+            return False
+        ctx = getattr(node, "ctx", None)
+        if isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(ctx, ast.Load):
+            return False
+        if isinstance(ctx, ast.Store) and id(node) not in targets:
+            return False
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            return False
+        if isinstance(node, ast.Name) and isinstance(ctx, ast.Load) \
+                and node.id not in PURE_BUILTINS and node.id != UNIT and node.id not in bound:
+            return False
+    return True
+
+
 def split_test(source: str, shadowed: frozenset[str] = frozenset()) -> SplitTest:
     """Split one test statement; ``shadowed``: builtin names the gold redefines."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return SplitTest(source, ())  # the template fails as the test itself would
+        return SplitTest(source, ())  # the template fails as the test itself would (in a fork)
     local = {n.id for n in ast.walk(tree)
              if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     for node in ast.walk(tree):
@@ -72,7 +133,8 @@ def split_test(source: str, shadowed: frozenset[str] = frozenset()) -> SplitTest
             local.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
     splitter = _Splitter(shadowed, frozenset(local))
     new = ast.fix_missing_locations(splitter.visit(tree))
-    return SplitTest(ast.unparse(new), tuple(splitter.units))
+    template = ast.unparse(new)
+    return SplitTest(template, tuple(splitter.units), pure_template(template))
 
 
 class _Splitter(ast.NodeTransformer):

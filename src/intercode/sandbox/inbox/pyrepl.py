@@ -6,8 +6,9 @@ action's bytes, and a status record ``<seq> <code> <cwd>`` plus NUL on descripto
 persistent namespace, the value of a final expression is printed with ``repr``, and
 an exception prints its traceback (code 1) without ending the session. ``SystemExit``
 is reported and contained. ``eval``, ``probe``, ``judge`` and ``program`` actions (sent by the host,
-never by the agent) carry JSON scoring requests (see ``pyscore``): each runs in a fork,
-leaves the interpreter's own state untouched, and its JSON reply goes to the host as a
+never by the agent) carry JSON scoring requests (see ``pyscore``): each runs in a fork
+(a judge's request that can change nothing, in the interpreter itself), leaves the
+interpreter's own state untouched, and its JSON reply goes to the host as a
 record ``<seq> reply\n<json>`` on the status descriptor, just before the status.
 ``replay`` (sent by the host for a fork: the episode's own earlier actions, a JSON list)
 runs each of them as an ``exec`` action, in this interpreter, one after another.

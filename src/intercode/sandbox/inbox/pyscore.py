@@ -10,7 +10,8 @@ outcome and never sees an expected value:
   each value as strictly typed JSON (``encode``), or the exception it raised, with the
   output printed meanwhile. What it reports is a claim, never trusted.
 * ``judge`` (in a fork of the gold's fresh interpreter) runs each test's template, the
-  assert with those values substituted (``decode``), and returns upstream's outcome of it.
+  assert with those values substituted (``decode``), and returns upstream's outcome of it;
+  in that interpreter itself when nothing of the request can outlast it (``_here``).
 """
 
 import _signal
@@ -276,8 +277,48 @@ def _exception(raised):
     return type(name, (Exception,), {})(raised[1][:MESSAGE_CAP])
 
 
+# tags of reported values whose decoding builds builtin data and nothing else (a module
+# value is imported, an opaque type is cached, Decimal and Fraction import a module)
+PLAIN_TAGS = frozenset(("tuple", "set", "frozenset", "dict", "bytes", "bytearray", "int",
+                        "complex"))
+
+
+def _plain(value, depth=0):
+    """Whether a reported value decodes to builtin data only."""
+    if value is None or type(value) in (bool, int, float, str):
+        return True
+    if depth > pyvalue.MAX_DEPTH:
+        return False
+    if type(value) is list:
+        return all(_plain(x, depth + 1) for x in value)
+    if type(value) is not dict or value.get("t") not in PLAIN_TAGS:
+        return False
+    v = value.get("v")
+    if value["t"] == "dict":
+        return type(v) is list and all(
+            type(p) is list and all(_plain(x, depth + 1) for x in p) for p in v)
+    if value["t"] in ("tuple", "set", "frozenset"):
+        return type(v) is list and all(_plain(x, depth + 1) for x in v)
+    return True  # bytes, bytearray, int, complex: a scalar (or malformed: not understood)
+
+
+def _here(request):
+    """Whether a judge request may run in this interpreter itself: no gold to run, every
+    template pure (the host says so: ``rewards.python_split.pure_template``) and every
+    reported value plain data, so that nothing of it can outlast the request."""
+    if not request.get("here") or request.get("gold") is not None:
+        return False
+    for test in request["tests"]:
+        units = test.get("units")
+        for unit in units if type(units) is list else ():
+            if type(unit) is dict and "raise" not in unit and not _plain(unit.get("v")):
+                return False
+    return True
+
+
 def judge(namespace, request):
-    """Run each test's template with the reported values, in a fork of this interpreter.
+    """Run each test's template with the reported values, in a fork of this interpreter
+    (or in itself, see :func:`_here`: a fork's pages cost more than such a request).
 
     With a ``gold`` request (an ``eval`` one), the same fork first runs it, and the line
     printed is ``{"gold": outcomes, "pred": outcomes}``.
@@ -293,5 +334,16 @@ def judge(namespace, request):
         result = pred if gold is None else {"gold": gold, "pred": pred}
         return json.dumps(result).encode("utf-8", "replace")
 
-    reply(_in_fork(work).decode("utf-8", "replace"))
+    if not _here(request):
+        reply(_in_fork(work).decode("utf-8", "replace"))
+        return 0
+    alarm = _signal.getsignal(signal.SIGALRM)
+    try:
+        data = work()
+    except Exception as exc:  # as a fork reports it
+        data = json.dumps({"failed": repr(exc)}).encode()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _signal.signal(signal.SIGALRM, _signal.SIG_DFL if alarm is None else alarm)
+    reply(data.decode("utf-8", "replace"))
     return 0

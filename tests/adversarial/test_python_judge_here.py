@@ -1,0 +1,71 @@
+"""The judge runs a request in the gold's interpreter itself, without a fork, only when
+nothing of it can outlast the request: no gold to run, templates that only compute
+(``python_split.pure_template``) and values that decode to plain data. An answer's values
+or a dataset's test that could change the gold's interpreter (whose forks run every later
+gold) are judged in a fork, as before."""
+
+from __future__ import annotations
+
+import pytest
+
+from intercode.datasets.mbpp import PythonTask
+from intercode.datasets.tasks import Dataset
+from intercode.envs.python import PythonEnv
+
+STATE = "import random\nprint(hash(random.getstate()))"
+
+
+def _dataset(tests: tuple[str, ...]) -> Dataset:
+    gold = "def pick(x):\n    return [x]\n"
+    task = PythonTask(index=0, query="pick", gold=gold, dataset="judge-here", source="test",
+                      source_index=0, tests=tests, entry_point="pick")
+    return Dataset("judge-here", "python", (task,), "test")
+
+
+def _judged_twice(tests: tuple[str, ...], answer: str) -> tuple[str, str, list[float]]:
+    """The gold interpreter's random state before and after an answer is judged (its
+    gold already known, so that the request is the judge's alone), and the rewards."""
+    env = PythonEnv(_dataset(tests), test_timeout=2.0)
+    try:
+        rewards = []
+        for action in ("def pick(x):\n    return [x]\n", "def pick(x):\n    return [x]\n"):
+            env.reset(options={"task": 0})
+            env.step(action)
+            rewards.append(env.step("submit pick")[1])
+        gold_box = env._boxes["gold"]
+        before = gold_box.run(STATE).output
+        env.reset(options={"task": 0})
+        env.step(answer)
+        rewards.append(env.step("submit pick")[1])
+        after = gold_box.run(STATE).output
+    finally:
+        env.close()
+    return before, after, rewards
+
+
+def test_a_module_as_an_answer_is_judged_in_a_fork():
+    """``pick`` returns the ``random`` module; the test calls ``seed`` on the value: in
+    the gold's interpreter itself that would reseed what every later gold draws."""
+    before, after, rewards = _judged_twice(
+        ("assert pick(1).seed(1) is None or pick(1) == [1]",),
+        "import random\ndef pick(x):\n    return random\n")
+    assert rewards[:2] == [1.0, 1.0]
+    assert before == after
+
+
+def test_a_test_that_changes_the_interpreter_is_judged_in_a_fork():
+    """A dataset's test that reseeds ``random`` through ``__import__`` is not pure."""
+    before, after, rewards = _judged_twice(
+        ("assert pick(1) == [1] or __import__('random').seed(5)",),
+        "def pick(x):\n    return [0]\n")
+    assert rewards == [1.0, 1.0, 0.0]
+    assert before == after
+
+
+@pytest.mark.parametrize("answer", ["def pick(x):\n    return [0]\n",
+                                    "def pick(x):\n    raise ValueError('no')\n",
+                                    "def pick(x):\n    print('noise')\n    return {x: {x}}\n"])
+def test_a_plain_answer_judged_in_place_leaves_the_interpreter_as_it_was(answer):
+    before, after, rewards = _judged_twice(
+        ("assert sorted(pick(1)) == [1]", "assert pick(2).count(2) == 1"), answer)
+    assert rewards[2] == 0.0 and before == after
