@@ -42,15 +42,20 @@ def dying(pid):
     agent's processes, same user, can kill any of ours that pid 1 does not own)."""
     try:
         stat = proc_read("%d/stat" % pid)
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if fields[0] in (b"Z", b"X") or int(fields[6]) & 0x4:  # PF_EXITING
+            return True
         status = proc_read("%d/status" % pid)
     except OSError:
         return True
-    fields = stat[stat.rfind(b")") + 2:].split()
-    if fields[0] in (b"Z", b"X") or int(fields[6]) & 0x4:  # PF_EXITING
-        return True
     kill_bit = 1 << (signal.SIGKILL - 1)
-    for line in status.splitlines():
-        if line.startswith((b"SigPnd:", b"ShdPnd:")) and int(line.split()[1], 16) & kill_bit:
+    for key in (b"\nSigPnd:", b"\nShdPnd:"):
+        start = status.find(key)
+        if start < 0:
+            continue
+        start += len(key)
+        end = status.find(b"\n", start)
+        if int(status[start:end if end >= 0 else len(status)], 16) & kill_bit:
             return True
     return False
 
