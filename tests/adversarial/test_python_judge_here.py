@@ -53,13 +53,37 @@ def test_a_module_as_an_answer_is_judged_in_a_fork():
     assert before == after
 
 
-def test_a_test_that_changes_the_interpreter_is_judged_in_a_fork():
-    """A dataset's test that reseeds ``random`` through ``__import__`` is not pure."""
-    before, after, rewards = _judged_twice(
-        ("assert pick(1) == [1] or __import__('random').seed(5)",),
-        "def pick(x):\n    return [0]\n")
+@pytest.mark.parametrize("test", [
+    "assert pick(1) == [1] or __import__('random').seed(5)",
+    # a generator's frame reaches the builtins through attributes without a leading _
+    "assert pick(1) == [1] or (x for x in ()).gi_frame.f_builtins['exec']("
+    "'import random; random.seed(5)')",
+    # a name bound by a comprehension (or a lambda) is the builtin outside it
+    "assert pick(1) == [1] or [0 for __import__ in ()] or __import__('random').seed(5)",
+])
+def test_a_test_that_changes_the_interpreter_is_judged_in_a_fork(test):
+    """A dataset's test that reseeds ``random`` is not pure, however it reaches it."""
+    before, after, rewards = _judged_twice((test,), "def pick(x):\n    return [0]\n")
     assert rewards == [1.0, 1.0, 0.0]
     assert before == after
+
+
+def test_an_answers_exception_leaves_no_class_behind():
+    """The judge made a class named after what the agent's function raised: in place it
+    stayed in the gold's interpreter, where later golds could list it."""
+    env = PythonEnv(_dataset(("assert sorted(pick(1)) == [1]",)), test_timeout=2.0)
+    try:
+        for action in ("def pick(x):\n    return [x]\n",) * 2 + (
+                "class Secret_answer_is_42(Exception):\n    pass\n"
+                "def pick(x):\n    raise Secret_answer_is_42('no')\n",):
+            env.reset(options={"task": 0})
+            env.step(action)
+            reward = env.step("submit pick")[1]
+        listed = env._boxes["gold"].run(
+            "print([c.__name__ for c in Exception.__subclasses__() if 'Secret' in c.__name__])")
+    finally:
+        env.close()
+    assert reward == 0.0 and listed.output == "[]\n"
 
 
 @pytest.mark.parametrize("answer", ["def pick(x):\n    return [0]\n",

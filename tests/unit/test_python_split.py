@@ -98,11 +98,9 @@ def test_malformed_values_are_refused(data):
 @pytest.mark.parametrize("template", [
     "assert __ic_unit__(0) == 8",
     "assert set(__ic_unit__(0)) == {1, 2} and len(__ic_unit__(1)) > 0",
-    "assert [a for a, *b in __ic_unit__(0)] == [x * 2 for x in range(3)]",
-    "assert sorted(__ic_unit__(0), key=lambda t: t[1]) == []",
-    "assert __ic_unit__(0).count(2) == 1, 'a message'",
-    "assert f'{__ic_unit__(0):>3}' == '  1'",
-    "assert isinstance(__ic_unit__(0), ValueError)",
+    "assert sorted(__ic_unit__(0), key=len) == [[1], [1, 2]]",
+    "assert __ic_unit__(0) == 1, 'a message'",
+    "assert int(__ic_unit__(0)) == -1 + 2 * 3 and isinstance(__ic_unit__(1), int)",
     "__ic_unit__(0)[1:2]",
 ])
 def test_templates_that_only_compute_are_pure(template):
@@ -111,12 +109,16 @@ def test_templates_that_only_compute_are_pure(template):
 
 @pytest.mark.parametrize("template", [
     "assert math.isclose(__ic_unit__(0), 1)",  # a name that is not a pure builtin
-    "assert __ic_unit__(0).__class__",  # an attribute starting with _
+    "assert __ic_unit__(0).count(2) == 1",  # any attribute
+    "assert (x for x in ()).gi_frame.f_builtins['exec']('import random')",
+    "assert [0 for __import__ in ()] or __import__('random').seed(5)",  # a bound name
+    "assert (lambda exec: 0) and exec('import builtins')",
+    "assert 'x'.encode('idna')", "assert f'{__ic_unit__(0)}' == '1'",
+    "assert [x for x in __ic_unit__(0)]", "assert sorted(**{})",
     "assert getattr(__ic_unit__(0), 'x')", "assert __import__('os')", "assert exec('x=1')",
     "assert globals()", "assert print(1) is None", "assert open('f')",
     "assert (y := __ic_unit__(0))", "x = __ic_unit__(0)", "del x", "import os",
-    "assert [1 for x.y in __ic_unit__(0)]", "assert [1 for x[0] in __ic_unit__(0)]",
-    "assert [a async for a in b]", "assert 1; assert 2", "assert (", "",
+    "assert 1; assert 2", "assert (", "",
 ])
 def test_templates_that_could_change_anything_are_not(template):
     assert not pure_template(template)

@@ -21,9 +21,10 @@ as a name (an opaque function: such a test fails). MBPP has no such test.
 
 A template is *pure* (:func:`pure_template`) when it can change nothing outside the
 values it computes: one expression or assert built of literals, operators,
-comparisons, comprehensions and lambdas, calls of builtins that only compute, and
-attributes that do not start with ``_``. The judge runs a request of pure templates in
-its interpreter itself rather than in a fork (see ``sandbox/inbox/pyscore.py``).
+comparisons, subscripts and calls, by name, of the units and of builtins that only
+compute (no attribute, lambda, comprehension or f-string). The judge runs a request of
+pure templates in its interpreter itself rather than in a fork (see
+``sandbox/inbox/pyscore.py``).
 """
 
 from __future__ import annotations
@@ -37,27 +38,20 @@ __all__ = ["BUILTIN_NAMES", "PURE_BUILTINS", "SplitTest", "defined_names", "pure
 
 UNIT = "__ic_unit__"
 BUILTIN_NAMES = frozenset(dir(builtins))
-# builtins that only compute from their arguments (no I/O, no attribute or namespace
-# access by name, no code from text, no import): what a pure template may call
+# builtins that only compute from the plain data they are given: what a pure template
+# may call (by name only)
 PURE_BUILTINS = frozenset((
-    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr",
-    "complex", "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset",
-    "hash", "hex", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max",
-    "min", "next", "oct", "ord", "pow", "range", "repr", "reversed", "round", "set",
-    "slice", "sorted", "str", "sum", "tuple", "zip", "True", "False", "None", "Ellipsis",
-    "NotImplemented",
-)) | frozenset(name for name in BUILTIN_NAMES
-               if isinstance(getattr(builtins, name), type)
-               and issubclass(getattr(builtins, name), BaseException))
+    "abs", "all", "any", "bool", "chr", "dict", "divmod", "enumerate", "float", "frozenset",
+    "hash", "int", "isinstance", "len", "list", "max", "min", "ord", "pow", "range",
+    "reversed", "round", "set", "sorted", "str", "sum", "tuple", "zip",
+))
+# no attribute (a generator's frame reaches the builtins, a codec lookup imports), no
+# lambda or comprehension (a name bound there shadows a builtin), no f-string
 _PURE_NODES = (
-    ast.Module, ast.Expr, ast.Assert, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Lambda,
-    ast.IfExp, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp,
-    ast.GeneratorExp, ast.Compare, ast.Call, ast.FormattedValue, ast.JoinedStr,
-    ast.Constant, ast.Attribute, ast.Subscript, ast.Starred, ast.Name, ast.List, ast.Tuple,
-    ast.Slice, ast.Load, ast.Store, ast.boolop, ast.operator, ast.unaryop, ast.cmpop,
-    ast.comprehension, ast.arguments, ast.arg, ast.keyword,
+    ast.Module, ast.Expr, ast.Assert, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare,
+    ast.Call, ast.keyword, ast.Name, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict,
+    ast.Subscript, ast.Slice, ast.Load, ast.boolop, ast.operator, ast.unaryop, ast.cmpop,
 )
-
 
 @dataclass(frozen=True)
 class SplitTest:
@@ -96,26 +90,16 @@ def pure_template(template: str) -> bool:
         return False
     if len(tree.body) != 1:
         return False
-    nodes = list(ast.walk(tree))
-    # names bound inside: lambdas' parameters and comprehensions' targets, the only
-    # places where something is stored (a target of names, tuples, lists, stars)
-    targets = {id(n) for c in nodes if isinstance(c, ast.comprehension)
-               for n in ast.walk(c.target)}
-    bound = {n.arg for n in nodes if isinstance(n, ast.arg)}
-    bound.update(n.id for n in nodes if isinstance(n, ast.Name) and id(n) in targets)
-    for node in nodes:
-        if not isinstance(node, _PURE_NODES) or (isinstance(node, ast.comprehension)
-                                                 and node.is_async):
+    for node in ast.walk(tree):
+        if not isinstance(node, _PURE_NODES):
             return False
-        ctx = getattr(node, "ctx", None)
-        if isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(ctx, ast.Load):
+        if isinstance(node, ast.Name) and node.id != UNIT and node.id not in PURE_BUILTINS:
             return False
-        if isinstance(ctx, ast.Store) and id(node) not in targets:
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
             return False
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+        if isinstance(node, ast.keyword) and node.arg is None:  # f(**mapping)
             return False
-        if isinstance(node, ast.Name) and isinstance(ctx, ast.Load) \
-                and node.id not in PURE_BUILTINS and node.id != UNIT and node.id not in bound:
+        if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
             return False
     return True
 

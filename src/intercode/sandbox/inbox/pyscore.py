@@ -269,12 +269,17 @@ def _replayer(replies):
     return unit
 
 
+class Reported(Exception):
+    """What a sub-expression raised in the agent's interpreter, by its message alone: an
+    outcome says only the text (``Error: <message>``), and a template cannot catch."""
+
+
 def _exception(raised):
-    """An exception with the reported message (only its text reaches an outcome)."""
+    """An exception with the reported message (only its text reaches an outcome; no class
+    is made by the agent's name, which a judge run in place would leave behind)."""
     if type(raised) is not list or len(raised) != 2 or not all(type(x) is str for x in raised):
         return ReplyError("the interpreter's reply was not understood")
-    name = raised[0] if raised[0].isidentifier() else "Exception"
-    return type(name, (Exception,), {})(raised[1][:MESSAGE_CAP])
+    return Reported(raised[1][:MESSAGE_CAP])
 
 
 # tags of reported values whose decoding builds builtin data and nothing else (a module
