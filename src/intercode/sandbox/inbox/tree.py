@@ -90,6 +90,7 @@ class Tree(hashing.Hashing):
 
     def __init__(self, root, scratch_mounts=()):
         self.root = root
+        self._prefix = root if root.endswith("/") else root + "/"  # (see abspath)
         st = os.lstat(root)
         self.root_dev = st.st_dev
         self.devs = frozenset((st.st_dev,))
@@ -115,8 +116,9 @@ class Tree(hashing.Hashing):
         return dev in self.devs
 
     def abspath(self, rel):
-        """Absolute path of a relative one."""
-        return os.path.join(self.root, rel) if rel else self.root
+        """Absolute path of a relative one (which never starts with a slash: names come
+        from directory listings; ``os.path.join`` cost a tenth of a scan)."""
+        return self._prefix + rel if rel else self.root
 
     def scan(self, prune_names=frozenset()):
         """Map every entry below the root to its ``lstat`` result.
