@@ -55,7 +55,7 @@ ACTION_ATTACKS = {
         "    if m is not None and hasattr(m, 'outcome'):\n        m.outcome = ok\n",
     "the harness's json reports passes":
         "import sys, types\nfake = types.SimpleNamespace(loads=__import__('json').loads,\n"
-        "    dumps=lambda *a, **k: '[' + ','.join(['{\"output\": \"\", \"error\": \"\"}'] * 3) + ']')\n"
+        "    dumps=lambda *a, **k: '[' + ','.join(['{\"output\": \"\", \"error\": \"\"}'] * len(req['tests'])) + ']')\n"
         "g = sys._getframe(1).f_globals\ng['json'] = fake\n"
         "if 'pyscore' in g:\n    g['pyscore'].json = fake\n    g['pyscore'].pyvalue.json = fake\n",
 }
@@ -204,6 +204,22 @@ def test_forged_replies_are_the_agents_failure(env, kind):
              "g['REQUESTS']['probe'] = fake\n")
     reward, info = score(env, forge, "def min_cost(*a):\n" + WRONG)
     assert_wrong(reward, info)
+
+
+def test_a_forged_value_nested_just_short_of_the_parsers_limit_is_the_agents_failure(env):
+    """The host parsed a forged reply nested some 980 levels deep, then wrote it out
+    again deeper still (the judge's request, the memo's keys): Python's recursion limit
+    made the wrong answer a RewardError or a raw RecursionError. A reply nested deeper
+    than any typed value is refused, whatever the depth."""
+    for depth in range(800, 1001, 2):  # (the window moves with the depth of the stack)
+        nested = "[" * depth + "]" * depth
+        forge = ("import sys\ng = sys._getframe(1).f_globals\n"
+                 "def fake(ns, req):\n"
+                 f"    g['pyscore'].reply('[' + ','.join(['[{{\"v\": {nested}}}]'] * len(req['tests'])) + ']')\n"
+                 "    return 0\n"
+                 "g['REQUESTS']['probe'] = fake\n")
+        reward, info = score(env, forge, "def min_cost(*a):\n" + WRONG)
+        assert_wrong(reward, info)
 
 
 def test_upstream_quirks_mode_scores_the_same_way():

@@ -12,7 +12,7 @@ from intercode.datasets.mbpp import PythonTask
 from intercode.datasets.tasks import Dataset
 from intercode.envs.python import PythonEnv
 
-STATE = "import random\nprint(hash(random.getstate()))"
+STATE = "import random, sys\nprint(hash(random.getstate()), sorted(sys.modules))"
 
 
 def _dataset(tests: tuple[str, ...]) -> Dataset:
@@ -60,9 +60,12 @@ def test_a_module_as_an_answer_is_judged_in_a_fork():
     "'import random; random.seed(5)')",
     # a name bound by a comprehension (or a lambda) is the builtin outside it
     "assert pick(1) == [1] or [0 for __import__ in ()] or __import__('random').seed(5)",
+    # a codec looked up by str(bytes, name) imports its module (and more)
+    "assert str(b'x', 'hz') == 'x' and pick(1) == [1]",
 ])
 def test_a_test_that_changes_the_interpreter_is_judged_in_a_fork(test):
-    """A dataset's test that reseeds ``random`` is not pure, however it reaches it."""
+    """A dataset's test that reseeds ``random`` or imports a module is not pure, however
+    it reaches it."""
     before, after, rewards = _judged_twice((test,), "def pick(x):\n    return [0]\n")
     assert rewards == [1.0, 1.0, 0.0]
     assert before == after

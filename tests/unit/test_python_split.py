@@ -98,7 +98,8 @@ def test_malformed_values_are_refused(data):
 @pytest.mark.parametrize("template", [
     "assert __ic_unit__(0) == 8",
     "assert set(__ic_unit__(0)) == {1, 2} and len(__ic_unit__(1)) > 0",
-    "assert sorted(__ic_unit__(0), key=len) == [[1], [1, 2]]",
+    "assert sorted(__ic_unit__(0), key=len, reverse=True) == [[1], [1, 2]]",
+    "assert str(__ic_unit__(0)) == '1' and int(__ic_unit__(1), 16) == 1",
     "assert __ic_unit__(0) == 1, 'a message'",
     "assert int(__ic_unit__(0)) == -1 + 2 * 3 and isinstance(__ic_unit__(1), int)",
     "__ic_unit__(0)[1:2]",
@@ -114,6 +115,8 @@ def test_templates_that_only_compute_are_pure(template):
     "assert [0 for __import__ in ()] or __import__('random').seed(5)",  # a bound name
     "assert (lambda exec: 0) and exec('import builtins')",
     "assert 'x'.encode('idna')", "assert f'{__ic_unit__(0)}' == '1'",
+    "assert str(b'x', 'hz') == 'x'", "assert str(b'x', encoding='hz')",  # a codec lookup
+    "assert sorted(__ic_unit__(0), cmp=1)",
     "assert [x for x in __ic_unit__(0)]", "assert sorted(**{})",
     "assert getattr(__ic_unit__(0), 'x')", "assert __import__('os')", "assert exec('x=1')",
     "assert globals()", "assert print(1) is None", "assert open('f')",

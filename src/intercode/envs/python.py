@@ -47,6 +47,12 @@ from intercode.sandbox.limits import Limits
 __all__ = ["PythonEnv"]
 
 EMPTY = FileTree.of([])
+# the deepest nesting of a probe's reply used: a typed value nests at most three levels of
+# JSON per level of its own (a dict: its object, its pairs, a pair), and its own levels
+# stop at ``pyvalue.MAX_DEPTH`` (100); deeper, the host's own serializations of it (the
+# judge's request, the memo's keys) would reach Python's recursion limit, a forged reply
+# turning the agent's failure into an error of the run
+REPLY_DEPTH = 400
 
 
 def defined_functions(source: str) -> list[str]:
@@ -300,8 +306,9 @@ class PythonEnv(IntercodeEnv):
         result = self._run("agent", request, "probe", len(splits) + len(steps))
         replies = _reply(result)
         if not isinstance(replies, list) or len(replies) != len(splits) \
-                or len(result.reply or "") > self.limits.output // 2:
-            return None  # garbled or over its budget: the agent's failure
+                or len(result.reply or "") > self.limits.output // 2 \
+                or _nested_past(replies, REPLY_DEPTH):
+            return None  # garbled, over its budget or too deep: the agent's failure
         return [r if isinstance(r, list) and len(r) == len(s.units) else [None] * len(s.units)
                 for r, s in zip(replies, splits, strict=True)]
 
@@ -517,6 +524,18 @@ def _outcomes(value: Any, count: int, what: str, result: ExecResult) -> list[Out
                                                                for o in value):
         return value
     raise RewardError(f"{what} did not report: {result.observation[-300:]}")
+
+
+def _nested_past(value: Any, depth: int) -> bool:
+    """Whether JSON data ``value`` nests lists and objects deeper than ``depth``."""
+    level = [value]
+    for _ in range(depth + 1):
+        level = [item for v in level
+                 for item in (v if isinstance(v, list) else
+                              v.values() if isinstance(v, dict) else ())]
+        if not level:
+            return False
+    return True
 
 
 def _reply(result: ExecResult) -> Any:

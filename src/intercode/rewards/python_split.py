@@ -45,6 +45,7 @@ PURE_BUILTINS = frozenset((
     "hash", "int", "isinstance", "len", "list", "max", "min", "ord", "pow", "range",
     "reversed", "round", "set", "sorted", "str", "sum", "tuple", "zip",
 ))
+_PURE_KEYWORDS = frozenset(("key", "reverse", "default", "start"))  # (no f(**mapping))
 # no attribute (a generator's frame reaches the builtins, a codec lookup imports), no
 # lambda or comprehension (a name bound there shadows a builtin), no f-string
 _PURE_NODES = (
@@ -95,10 +96,11 @@ def pure_template(template: str) -> bool:
             return False
         if isinstance(node, ast.Name) and node.id != UNIT and node.id not in PURE_BUILTINS:
             return False
-        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
-            return False
-        if isinstance(node, ast.keyword) and node.arg is None:  # f(**mapping)
-            return False
+        if isinstance(node, ast.Call) and not (
+                isinstance(node.func, ast.Name)
+                and all(k.arg in _PURE_KEYWORDS for k in node.keywords)
+                and not (node.func.id == "str" and len(node.args) + len(node.keywords) > 1)):
+            return False  # (str(b, encoding) looks a codec up: it imports, and caches)
         if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
             return False
     return True
