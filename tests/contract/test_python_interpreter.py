@@ -228,3 +228,9 @@ def test_the_judge_decides_the_same_in_itself_as_in_a_fork(py):
     assert outcomes[1]["error"].startswith("Error") and "took more" in outcomes[7]["error"]
     assert int(second[0]) == int(first[0]) + 1  # only the `true` started in between
     assert second[1:] == first[1:] == ["True", "(0.0,", "0.0)"], (first, second)
+    # a value whose tag is no string (unhashable): judged in a fork, not an error of ours
+    odd = {"tests": [{"template": "assert __ic_unit__(0) == [1]",
+                      "units": [{"v": {"t": [], "v": 1}, "out": "", "err": ""}]}],
+           "timeout": 0.5, "here": True}
+    result = py.run(json.dumps(odd), timeout=30, kind="judge")
+    assert not result.shell_restarted and "not understood" in json.loads(result.reply)[0]["error"]

@@ -139,6 +139,7 @@ def test_every_split_says_whether_its_template_is_pure():
     ([{"v": [{"t": "opaque", "type": "X"}]}], False),
     ([{"v": {"t": "dict", "v": [[{"t": "decimal", "v": "1"}, 2]]}}], False),
     ([{"v": {"t": "fraction", "v": ["1", "2"]}}], False),
+    ([{"v": {"t": [], "v": 1}}], False), ([{"v": [{"t": {"a": 1}, "v": 1}]}], False),
 ])
 def test_the_judge_runs_in_place_only_on_plain_values(units, here):
     request = {"tests": [{"template": "assert __ic_unit__(0)", "units": units}], "here": True}

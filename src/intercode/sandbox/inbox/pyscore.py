@@ -296,7 +296,8 @@ def _plain(value, depth=0):
         return False
     if type(value) is list:
         return all(_plain(x, depth + 1) for x in value)
-    if type(value) is not dict or value.get("t") not in PLAIN_TAGS:
+    if type(value) is not dict or type(value.get("t")) is not str \
+            or value["t"] not in PLAIN_TAGS:  # (a list for a tag: unhashable)
         return False
     v = value.get("v")
     if value["t"] == "dict":
@@ -339,7 +340,11 @@ def judge(namespace, request):
         result = pred if gold is None else {"gold": gold, "pred": pred}
         return json.dumps(result).encode("utf-8", "replace")
 
-    if not _here(request):
+    try:
+        here = _here(request)
+    except Exception:  # a reply it cannot read: the fork's decoding says so
+        here = False
+    if not here:
         reply(_in_fork(work).decode("utf-8", "replace"))
         return 0
     alarm = _signal.getsignal(signal.SIGALRM)
