@@ -54,6 +54,7 @@ _PURE_NODES = (
     ast.Subscript, ast.Slice, ast.Load, ast.boolop, ast.operator, ast.unaryop, ast.cmpop,
 )
 
+
 @dataclass(frozen=True)
 class SplitTest:
     """A test's template (run in the judge) and its units (run in the agent's process)."""

@@ -282,32 +282,6 @@ def _exception(raised):
     return Reported(raised[1][:MESSAGE_CAP])
 
 
-# tags of reported values whose decoding builds builtin data and nothing else (a module
-# value is imported, an opaque type is cached, Decimal and Fraction import a module)
-PLAIN_TAGS = frozenset(("tuple", "set", "frozenset", "dict", "bytes", "bytearray", "int",
-                        "complex"))
-
-
-def _plain(value, depth=0):
-    """Whether a reported value decodes to builtin data only."""
-    if value is None or type(value) in (bool, int, float, str):
-        return True
-    if depth > pyvalue.MAX_DEPTH:
-        return False
-    if type(value) is list:
-        return all(_plain(x, depth + 1) for x in value)
-    if type(value) is not dict or type(value.get("t")) is not str \
-            or value["t"] not in PLAIN_TAGS:  # (a list for a tag: unhashable)
-        return False
-    v = value.get("v")
-    if value["t"] == "dict":
-        return type(v) is list and all(
-            type(p) is list and all(_plain(x, depth + 1) for x in p) for p in v)
-    if value["t"] in ("tuple", "set", "frozenset"):
-        return type(v) is list and all(_plain(x, depth + 1) for x in v)
-    return True  # bytes, bytearray, int, complex: a scalar (or malformed: not understood)
-
-
 def _here(request):
     """Whether a judge request may run in this interpreter itself: no gold to run, every
     template pure (the host says so: ``rewards.python_split.pure_template``) and every
@@ -317,7 +291,8 @@ def _here(request):
     for test in request["tests"]:
         units = test.get("units")
         for unit in units if type(units) is list else ():
-            if type(unit) is dict and "raise" not in unit and not _plain(unit.get("v")):
+            if type(unit) is dict and "raise" not in unit \
+                    and not pyvalue.plain_data(unit.get("v")):
                 return False
     return True
 

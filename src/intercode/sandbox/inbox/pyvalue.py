@@ -169,6 +169,33 @@ def _module(name):
         return _opaque_value("module")
 
 
+# tags whose decoding builds builtin data and nothing else (a module value is imported,
+# an opaque type is cached, Decimal and Fraction import a module)
+PLAIN_TAGS = frozenset(("tuple", "set", "frozenset", "dict", "bytes", "bytearray", "int",
+                        "complex"))
+
+
+def plain_data(data, depth=0):
+    """Whether :func:`decode` of ``data`` builds builtin data only (and leaves nothing
+    behind in this interpreter: no import, no cached type)."""
+    if data is None or type(data) in (bool, int, float, str):
+        return True
+    if depth > MAX_DEPTH:
+        return False
+    if type(data) is list:
+        return all(plain_data(x, depth + 1) for x in data)
+    if type(data) is not dict or type(data.get("t")) is not str \
+            or data["t"] not in PLAIN_TAGS:  # (a list for a tag: unhashable)
+        return False
+    v = data.get("v")
+    if data["t"] == "dict":
+        return type(v) is list and all(
+            type(p) is list and all(plain_data(x, depth + 1) for x in p) for p in v)
+    if data["t"] in ("tuple", "set", "frozenset"):
+        return type(v) is list and all(plain_data(x, depth + 1) for x in v)
+    return True  # bytes, bytearray, int, complex: a scalar (or malformed: not understood)
+
+
 def decode(data, depth=0):
     """Build the builtin value that ``data`` describes (ValueError if it is malformed)."""
     if depth > MAX_DEPTH + 1:
