@@ -11,7 +11,8 @@ from intercode.envs.python import PythonEnv
 
 @pytest.fixture()
 def env():
-    e = PythonEnv("mbpp-prompt", test_timeout=2.0)
+    # the memo alone (outcomes stored on disk by other tests would confirm golds early)
+    e = PythonEnv("mbpp-prompt", test_timeout=2.0, gold_cache=False)
     yield e
     e.close()
 

@@ -357,12 +357,8 @@ class BashEnv(IntercodeEnv):
                 **self._gold_key_settings[1]}  # (never changed: only serialized)
 
     def _root_identity(self) -> str:
-        """What the sandboxes' root is: the image a docker sandbox runs (by content),
-        else the root file system bubblewrap mounts."""
-        image_id = getattr(self._sandbox("agent"), "image_id", None)
-        if image_id:
-            return f"image:{image_id}"
-        return gold_store.rootfs_identity(self.layout.rootfs)
+        """What the sandboxes' root is (see :func:`gold_cache.root_identity`)."""
+        return gold_store.root_identity(self._sandbox("agent"), self.layout)
 
     def _store_gold(self, box: Sandbox, key: dict[str, Any], snapshot: BashSnapshot,
                     result: ExecResult) -> None:

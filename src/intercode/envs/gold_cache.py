@@ -30,6 +30,7 @@ import os
 import platform
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
@@ -40,10 +41,13 @@ from intercode.sandbox.base import Change, ExecResult
 __all__ = [
     "CONFIRMED_KINDS",
     "UNCACHEABLE_KINDS",
+    "EntryStore",
     "GoldCache",
     "GoldResult",
+    "code_digest",
     "enabled",
     "kernel_identity",
+    "root_identity",
     "rootfs_identity",
     "sandbox_code_digest",
 ]
@@ -87,10 +91,15 @@ CODE_PACKAGES = ("intercode.sandbox", "intercode.sandbox.inbox")
 CODE_MODULES = ("intercode.envs.bash", "intercode.envs.gold_cache", "intercode.datasets.fsbuild")
 
 
-@lru_cache(maxsize=1)
 def sandbox_code_digest() -> str:
-    """Digest of the source of the code that decides a gold result (see CODE_PACKAGES and
-    CODE_MODULES): an entry made by other code is never reused."""
+    """Digest of the source of the code that decides a Bash gold result (see CODE_PACKAGES
+    and CODE_MODULES): an entry made by other code is never reused."""
+    return code_digest(CODE_MODULES)
+
+
+@lru_cache(maxsize=4)
+def code_digest(modules: tuple[str, ...]) -> str:
+    """Digest of the sandbox's source (:data:`CODE_PACKAGES`) and of ``modules``'."""
     from importlib import import_module, resources
 
     digest = hashlib.sha256()
@@ -98,7 +107,7 @@ def sandbox_code_digest() -> str:
         for item in sorted(resources.files(package).iterdir(), key=lambda f: f.name):
             if item.name.endswith(".py"):
                 digest.update(f"{package}/{item.name}".encode() + b"\0" + item.read_bytes())
-    for module in CODE_MODULES:
+    for module in modules:
         source = Path(str(import_module(module).__file__))
         digest.update(module.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
@@ -136,6 +145,15 @@ def rootfs_identity(root: Path) -> str:
     return digest.hexdigest()
 
 
+def root_identity(box: Any, layout: Any) -> str:
+    """What a sandbox's root is: the image a docker sandbox runs (by content), else the
+    root file system bubblewrap mounts (``layout.rootfs``)."""
+    image_id = getattr(box, "image_id", None)
+    if image_id:
+        return f"image:{image_id}"
+    return rootfs_identity(layout.rootfs)
+
+
 def kernel_identity() -> str:
     """The kernel the sandboxes run on (``uname -r``, its build, the machine): what a
     sandbox sees of the host beyond its root file system and its limits."""
@@ -152,34 +170,30 @@ def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-_SEEN_ENTRIES = 4096  # decoded entries a GoldCache keeps in memory (then it starts over)
+_SEEN_ENTRIES = 4096  # decoded entries a store keeps in memory (then it starts over)
 
 
-class GoldCache:
-    """Entries of one directory (see the module docstring)."""
+class EntryStore:
+    """Sealed JSON entries of one directory, by key: what both gold stores share (the
+    Bash gold's results here, the Python gold's test outcomes in ``outcome_store``).
 
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = root or cache_root()
+    ``decode`` turns a stored payload back into its value, or ``None`` if anything about
+    it is wrong (the entry is then ignored)."""
+
+    def __init__(self, root: Path, decode: Callable[[Any], Any]) -> None:
+        self.root = root
+        self._decode_payload = decode
         # entries read before, by the file they came from (its path, inode, times and
         # size): a file replaced or changed since is read again
-        self._seen: dict[tuple[Path, int, int, int, int], tuple[GoldResult, bool]] = {}
+        self._seen: dict[tuple[Path, int, int, int, int], tuple[Any, bool]] = {}
 
     def _path(self, key: dict[str, Any]) -> Path:
         name = key_digest(key)
         return self.root / name[:2] / f"{name}.json"
 
-    def get(self, key: dict[str, Any]) -> GoldResult | None:
-        """The entry of ``key``, or None (absent, unconfirmed, unreadable, corrupt or not
-        ours)."""
-        found = self._read(key)
-        return found[0] if found is not None and found[1] else None
-
-    def candidate(self, key: dict[str, Any]) -> GoldResult | None:
-        """The entry of ``key`` whether confirmed or not (see :meth:`put`)."""
-        found = self._read(key)
-        return found[0] if found is not None else None
-
-    def _read(self, key: dict[str, Any]) -> tuple[GoldResult, bool] | None:
+    def read(self, key: dict[str, Any]) -> tuple[Any, bool] | None:
+        """The value stored under ``key`` and whether it is confirmed, or None (absent,
+        unreadable, corrupt or not ours)."""
         path = self._path(key)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -200,22 +214,21 @@ class GoldCache:
             return None
         finally:
             os.close(fd)
-        entry = _decode(data, key)
-        if entry is None:
+        sealed = _unseal(data, key)
+        value = None if sealed is None else self._decode_payload(sealed[0])
+        if sealed is None or value is None:
             log.warning("gold cache: ignoring %s (corrupt or another key); recomputing", path)
             return None
+        entry = (value, sealed[1])
         if len(self._seen) >= _SEEN_ENTRIES:
             self._seen.clear()
         self._seen[seen] = entry
         return entry
 
-    def put(self, key: dict[str, Any], entry: GoldResult, confirmed: bool = True) -> None:
-        """Store an entry (atomically; a failure to write only costs the next run time).
-        An unconfirmed one is only a candidate: :meth:`get` does not return it."""
+    def write(self, key: dict[str, Any], payload: Any, confirmed: bool) -> None:
+        """Store ``payload`` (JSON data) under ``key``, sealed, atomically; a failure to
+        write only costs a later run time."""
         path = self._path(key)
-        payload = {"result": {**asdict(entry.result), "notes": list(entry.result.notes)},
-                   "changes": [[c.path, c.code] for c in entry.changes],
-                   "hashes": dict(entry.hashes)}
         body = {"format": FORMAT, "key": key, "payload": payload, "confirmed": confirmed,
                 "sha256": hashlib.sha256(_canonical([payload, confirmed])).hexdigest()}
         try:
@@ -233,9 +246,36 @@ class GoldCache:
             log.warning("gold cache: could not write %s: %s", path, exc)
 
 
-def _decode(data: bytes, key: dict[str, Any]) -> tuple[GoldResult, bool] | None:
-    """An entry's content and whether it is confirmed, if everything about it checks
-    out."""
+class GoldCache:
+    """The Bash gold's results (see the module docstring)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or cache_root()
+        self._entries = EntryStore(self.root, _gold_result)
+
+    def get(self, key: dict[str, Any]) -> GoldResult | None:
+        """The entry of ``key``, or None (absent, unconfirmed, unreadable, corrupt or not
+        ours)."""
+        found = self._entries.read(key)
+        return found[0] if found is not None and found[1] else None
+
+    def candidate(self, key: dict[str, Any]) -> GoldResult | None:
+        """The entry of ``key`` whether confirmed or not (see :meth:`put`)."""
+        found = self._entries.read(key)
+        return found[0] if found is not None else None
+
+    def put(self, key: dict[str, Any], entry: GoldResult, confirmed: bool = True) -> None:
+        """Store an entry (atomically; a failure to write only costs the next run time).
+        An unconfirmed one is only a candidate: :meth:`get` does not return it."""
+        payload = {"result": {**asdict(entry.result), "notes": list(entry.result.notes)},
+                   "changes": [[c.path, c.code] for c in entry.changes],
+                   "hashes": dict(entry.hashes)}
+        self._entries.write(key, payload, confirmed)
+
+
+def _unseal(data: bytes, key: dict[str, Any]) -> tuple[Any, bool] | None:
+    """An entry's payload and whether it is confirmed, if its format, key and checksum
+    check out."""
     try:
         body = json.loads(data)
         if not isinstance(body, dict) or body.get("format") != FORMAT:
@@ -247,6 +287,14 @@ def _decode(data: bytes, key: dict[str, Any]) -> tuple[GoldResult, bool] | None:
             return None
         if hashlib.sha256(_canonical([payload, confirmed])).hexdigest() != body.get("sha256"):
             return None
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return None
+    return payload, confirmed
+
+
+def _gold_result(payload: Any) -> GoldResult | None:
+    """A Bash gold entry's payload as a result, if every field is what it should be."""
+    try:
         raw = payload["result"]
         if set(raw) != {f.name for f in fields(ExecResult)}:
             return None
@@ -268,4 +316,4 @@ def _decode(data: bytes, key: dict[str, Any]) -> tuple[GoldResult, bool] | None:
             return None
     except (ValueError, TypeError, KeyError):
         return None
-    return GoldResult(result, tuple(changes), hashes), confirmed
+    return GoldResult(result, tuple(changes), hashes)

@@ -28,7 +28,8 @@ from typing import Any
 
 from intercode.rewards.python import Outcome
 
-__all__ = ["MAX_CHARS", "MAX_ENTRIES", "MAX_MAP_CHARS", "OutcomeMemo", "decided_alone"]
+__all__ = ["MAX_CHARS", "MAX_ENTRIES", "MAX_MAP_CHARS", "OutcomeMemo", "decided_alone",
+           "question_digest"]
 
 MAX_ENTRIES = 4096  # golds, and answers, kept each (the least recently used dropped first)
 MAX_CHARS = 64 * 1024  # an outcome list larger than this (as JSON) is not kept
@@ -45,9 +46,13 @@ def decided_alone(outcomes: list[Outcome]) -> bool:
                    for item in outcomes for value in item.values())
 
 
-def _key(question: Any) -> str:
+def question_digest(question: Any) -> str:
+    """A question's key: the digest of its canonical JSON."""
     text = json.dumps(question, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+_key = question_digest
 
 
 def _copy(outcomes: list[Outcome]) -> list[Outcome]:
@@ -105,6 +110,19 @@ class OutcomeMemo:
         """The gold's confirmed outcomes for its request, or None."""
         found = self._confirmed(_key(gold_question))
         return None if found is None else _copy(found)
+
+    def knows(self, gold_question: Any) -> bool:
+        """Whether the gold's outcomes for its request are decided here: confirmed, or
+        found unstable (two scorings differed)."""
+        return _key(gold_question) in self._golds
+
+    def adopt_gold(self, gold_question: Any, outcomes: list[Outcome]) -> None:
+        """Take ``outcomes`` as the gold's confirmed ones (two scorings agreed elsewhere:
+        the outcome store's), unless this memo decided them already."""
+        key = _key(gold_question)
+        if key not in self._golds and decided_alone(outcomes):
+            self._seen.take(key)
+            self._golds.keep(key, _copy(outcomes), self.entries)
 
     def saw_gold(self, gold_question: Any, outcomes: list[Outcome]) -> None:
         """The gold's side reported ``outcomes`` for the gold's request."""

@@ -17,16 +17,19 @@ import ast
 import json
 import keyword
 import re
+from dataclasses import asdict
 from functools import lru_cache, partial
 from typing import Any
 
 from intercode.datasets import Dataset, PythonTask, Task
 from intercode.datasets.apps import AppsTask
 from intercode.envs import arguments, python_apps, sandbox_state
+from intercode.envs import gold_cache as gold_store
 from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
 from intercode.envs.info import ActionInfo
-from intercode.envs.outcome_memo import OutcomeMemo
+from intercode.envs.outcome_memo import OutcomeMemo, question_digest
+from intercode.envs.outcome_store import OutcomeStore
 from intercode.envs.settings import EnvSettings
 from intercode.errors import (
     ConfigError,
@@ -53,6 +56,10 @@ EMPTY = FileTree.of([])
 # judge's request, the memo's keys) would reach Python's recursion limit, a forged reply
 # turning the agent's failure into an error of the run
 REPLY_DEPTH = 400
+# the code that decides the gold's outcomes besides the sandbox's (an entry of the outcome
+# store made by other code is never used)
+STORE_CODE = ("intercode.envs.python", "intercode.envs.outcome_store",
+              "intercode.envs.outcome_memo", "intercode.rewards.python")
 
 
 def defined_functions(source: str) -> list[str]:
@@ -93,17 +100,20 @@ class PythonEnv(IntercodeEnv):
         """Limits, upstream quirks and the per-test time limit of the settings."""
         test_timeout = 5.0 if settings.test_timeout is None else settings.test_timeout
         return cls(dataset, limits=settings.limits, upstream_quirks=settings.upstream_quirks,
-                   test_timeout=test_timeout, backend=settings.sandbox)
+                   test_timeout=test_timeout, backend=settings.sandbox,
+                   gold_cache=settings.gold_cache)
 
     def __init__(self, dataset: str | Dataset = "mbpp", *, limits: Limits | None = None,
                  layout: Layout | None = None, test_timeout: float = 5.0,
                  backend: str = "bwrap", upstream_quirks: bool = False,
-                 render_mode: str | None = None) -> None:
-        """``upstream_quirks`` reproduces upstream's Try Again scoring for comparisons:
-        only an action starting with ``def`` is scored (its first function), and after
-        each scoring the agent's interpreter holds the gold's namespace, because upstream
-        reset it and ran the gold in it. The gold's code then reaches the agent (never the
-        tests' expected values): that mode is for replaying recorded runs, not training."""
+                 gold_cache: bool = True, render_mode: str | None = None) -> None:
+        """``gold_cache``: keep the gold's test outcomes on disk across runs, and use
+        them (see :mod:`intercode.envs.outcome_store`). ``upstream_quirks`` reproduces
+        upstream's Try Again scoring for comparisons: only an action starting with ``def``
+        is scored (its first function), and after each scoring the agent's interpreter
+        holds the gold's namespace, because upstream reset it and ran the gold in it. The
+        gold's code then reaches the agent (never the tests' expected values): that mode
+        is for replaying recorded runs, not training."""
         super().__init__(dataset, render_mode=render_mode)
         self.upstream_quirks = arguments.flag("upstream_quirks", upstream_quirks)
         self.limits = arguments.optional("limits", limits, Limits) or Limits()
@@ -120,6 +130,10 @@ class PythonEnv(IntercodeEnv):
         self._replayed: list[str] = []  # a warm spare's actions replayed ahead of a fork
         self._gold: list[Outcome] | None = None
         self._memo = OutcomeMemo()  # the gold's side's answers, by question
+        arguments.flag("gold_cache", gold_cache)
+        # the gold's outcomes kept across runs, and what their keys hold besides the request
+        self._store = OutcomeStore() if gold_store.enabled(gold_cache) else None
+        self._store_settings: dict[str, Any] | None = None
         self._splits: list[SplitTest] | None = None
         self._cwd = "/"  # the interpreter's working directory after the latest action
 
@@ -321,7 +335,7 @@ class PythonEnv(IntercodeEnv):
                                    "timeout": self.test_timeout}
         gold_question = self._gold_request()
         if self._gold is None:
-            self._gold = self._memo.gold(gold_question)
+            self._gold = self._known_gold(gold_question)
         known = self._memo.answer(gold_question, request)  # (only under a confirmed gold)
         if known is not None:
             return known
@@ -337,7 +351,7 @@ class PythonEnv(IntercodeEnv):
             both = both if isinstance(both, dict) else {}
             self._gold = _outcomes(both.get("gold"), len(splits), "the gold's tests", result)
             pred = _outcomes(both.get("pred"), len(splits), "the judge", result)
-            self._memo.saw_gold(gold_question, self._gold)
+            self._saw_gold(gold_question, self._gold)
         self._memo.saw_answer(gold_question, request, pred)
         return pred
 
@@ -351,14 +365,45 @@ class PythonEnv(IntercodeEnv):
         """The tests' outcomes with the gold (once per episode)."""
         if self._gold is None:
             request = self._gold_request()
-            self._gold = self._memo.gold(request)
+            self._gold = self._known_gold(request)
             if self._gold is None:
                 parts = len(request["tests"]) + 2
                 result = self._run("gold", request, "eval", parts)
                 self._gold = _outcomes(_reply(result), parts - 2, "the gold's tests",
                                        result)
-                self._memo.saw_gold(request, self._gold)
+                self._saw_gold(request, self._gold)
         return self._gold
+
+    def _known_gold(self, question: dict[str, Any]) -> list[Outcome] | None:
+        """The gold's confirmed outcomes for its request: the memo's, else the disk's
+        (which the memo then keeps), or None."""
+        found = self._memo.gold(question)
+        if found is None and self._store is not None and not self._memo.knows(question):
+            stored = self._store.get(self._store_key(question))
+            if stored is not None and len(stored) == len(question["tests"]):
+                self._memo.adopt_gold(question, stored)
+                found = self._memo.gold(question)
+        return found
+
+    def _saw_gold(self, question: dict[str, Any], outcomes: list[Outcome]) -> None:
+        """The gold's tests ran and gave ``outcomes``: the memo and the disk learn them."""
+        self._memo.saw_gold(question, outcomes)
+        if self._store is not None:
+            self._store.saw(self._store_key(question), outcomes)
+
+    def _store_key(self, question: dict[str, Any]) -> dict[str, Any]:
+        """What decides the gold's outcomes besides its request (made once: the same for
+        every task of this environment), and the request's digest."""
+        from intercode.version import __version__
+
+        if self._store_settings is None:
+            self._store_settings = {
+                "kind": "python-gold-outcomes", "kernel": gold_store.kernel_identity(),
+                "rootfs": gold_store.root_identity(self._sandbox("gold"), self.layout),
+                "layout": asdict(self.layout), "limits": asdict(self.limits),
+                "backend": self.backend, "upstream_quirks": self.upstream_quirks,
+                "code": gold_store.code_digest(STORE_CODE), "intercode": __version__}
+        return {"request": question_digest(question), **self._store_settings}
 
     def _run(self, which: str, request: dict[str, Any], kind: str, parts: int) -> ExecResult:
         budget = self.test_timeout * parts + 10.0

@@ -1,0 +1,126 @@
+"""A stored Python gold outcome that is damaged, unsafe, unconfirmed or not an outcome list
+is never used: the gold's tests run again, and a wrong answer still scores 0 (had a
+forged entry that says every gold test fails been trusted, it would have matched)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from intercode.envs import gold_cache
+from intercode.envs.python import PythonEnv
+
+FAILING = "def min_cost(*args, **kwargs):\n    raise ValueError('no')\n"
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path))
+    monkeypatch.delenv("INTERCODE_GOLD_CACHE", raising=False)
+    return tmp_path / "gold"
+
+
+def resealed(body: dict) -> str:
+    """The checksum an entry with this body would carry (a forger knows the format)."""
+    return hashlib.sha256(gold_cache._canonical([body["payload"], body["confirmed"]])
+                          ).hexdigest()
+
+
+def submit(env: PythonEnv, code: str) -> float:
+    env.reset(options={"task": 0})
+    env.step(code)
+    return env.step("submit min_cost")[1]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flag_only", "group_writable", "symlink",
+                                    "wrong_count", "timed_out", "other_key"])
+def test_a_damaged_or_unsafe_entry_is_never_used(cache, damage):
+    env = PythonEnv("mbpp-prompt", test_timeout=2.0)
+    try:
+        assert submit(env, env.dataset[0].gold) == 1.0
+    finally:
+        env.close()
+    (path,) = sorted(cache.rglob("*.json"))
+    body = json.loads(path.read_text())
+    assert body["confirmed"] is False
+    # what the forger wants believed: every gold test fails as FAILING's tests do
+    body["payload"]["outcomes"] = [{"error": "Error: no"}] * 3
+    body["confirmed"] = True
+    if damage == "truncate":
+        path.write_text(json.dumps(body)[:60])
+    elif damage == "flag_only":  # confirmed, without the checksum that goes with it
+        path.write_text(json.dumps(body))
+    elif damage == "group_writable":
+        body["sha256"] = resealed(body)
+        path.write_text(json.dumps(body))
+        os.chmod(path, 0o664)
+    elif damage == "symlink":
+        body["sha256"] = resealed(body)
+        target = path.with_suffix(".real")
+        target.write_text(json.dumps(body))
+        path.unlink()
+        path.symlink_to(target)
+    elif damage == "wrong_count":  # sealed, but not one outcome per test
+        body["payload"]["outcomes"] = [{"error": "Error: no"}] * 2
+        body["sha256"] = resealed(body)
+        path.write_text(json.dumps(body))
+    elif damage == "timed_out":  # sealed, but a test ran out of its time: never kept
+        body["payload"]["outcomes"][0] = {"error": "Error: the test took more than 2 s"}
+        body["sha256"] = resealed(body)
+        path.write_text(json.dumps(body))
+    else:  # another task's request under this name
+        body["key"]["request"] = "0" * 64
+        body["sha256"] = resealed(body)
+        path.write_text(json.dumps(body))
+    again = PythonEnv("mbpp-prompt", test_timeout=2.0)
+    try:
+        assert submit(again, FAILING) == 0.0
+        assert submit(again, again.dataset[0].gold) == 1.0
+    finally:
+        again.close()
+
+
+def test_an_answer_cannot_make_the_gold_outcomes_it_is_judged_with(cache):
+    """The first scoring of a task runs the gold's tests and the judge in one request:
+    the gold's outcomes are decided before the answer's values are read, so an answer
+    that raises in every test leaves the gold's outcomes (the candidate, then the entry)
+    as the gold's."""
+    envs = [PythonEnv("mbpp-prompt", test_timeout=2.0) for _ in range(3)]
+    try:
+        assert submit(envs[0], FAILING) == 0.0
+        assert submit(envs[1], FAILING) == 0.0
+        (path,) = sorted(cache.rglob("*.json"))
+        body = json.loads(path.read_text())
+        assert body["confirmed"] is True
+        assert all("error" in o and not o["error"] for o in body["payload"]["outcomes"])
+        assert submit(envs[2], FAILING) == 0.0
+        assert submit(envs[2], envs[2].dataset[0].gold) == 1.0
+    finally:
+        for env in envs:
+            env.close()
+
+
+def test_entries_of_other_code_or_settings_are_not_shared(cache):
+    """The key names the sandbox's limits and the code that runs the tests: an entry made
+    under other limits is another file."""
+    from intercode.sandbox.limits import Limits
+
+    envs = [PythonEnv("mbpp-prompt", test_timeout=2.0),
+            PythonEnv("mbpp-prompt", test_timeout=2.0, limits=Limits(processes=200))]
+    try:
+        for env in envs:
+            assert submit(env, env.dataset[0].gold) == 1.0
+        paths = sorted(cache.rglob("*.json"))
+        assert len(paths) == 2
+        keys = [json.loads(Path(p).read_text())["key"] for p in paths]
+        assert {k["limits"]["processes"] for k in keys} == {Limits().processes, 200}
+        assert all(k["code"] == gold_cache.code_digest(
+            ("intercode.envs.python", "intercode.envs.outcome_store",
+             "intercode.envs.outcome_memo", "intercode.rewards.python")) for k in keys)
+    finally:
+        for env in envs:
+            env.close()
