@@ -14,6 +14,12 @@ Run by hand:  python perf/bench_python.py [--runs N] [--json out.json]
               sandboxes' CPU by phase, the code's own CPU measured apart (the gold run
               twice, as the agent's action and as the gold, with the tests each time, in
               this interpreter) and the rest, the overhead per episode
+  store       (--store) a task's first episode (reset, the gold as the one action, submit)
+              with the gold's outcomes stored by earlier runs (``gold_cache``) and
+              without, in one process, alternately in blocks of distinct cheap tasks (each
+              environment sees each task once): the CPU per episode of each, and the
+              median of the paired differences; the store is filled first (two scorings
+              of each task confirm its entry), in a temporary cache directory
 Targets: step < 0.2 ms and >= 10x faster than Jupyter; reset < 2 ms and
 >= 200x faster than a kernel restart; replay < 10 s.
 """
@@ -144,6 +150,50 @@ def episode_cpu(episodes: int) -> dict[str, object]:
             "of_which_the_rest_ms": whole - own_ms}
 
 
+def first_episodes(blocks: int, size: int) -> dict[str, object]:
+    """CPU per first episode of a task, the gold's outcomes stored and not (see --store)."""
+    import os
+    import random
+    import tempfile
+
+    from common import episode_cpu_whole
+
+    from intercode.envs.factory import make_env
+    from intercode.envs.settings import EnvSettings
+
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["INTERCODE_CACHE"] = cache
+        fill = make_env("python", "mbpp", EnvSettings(gold_cache=True))
+        try:
+            cheap = [i for i in range(len(fill.dataset))
+                     if (own := _own_cpu_s(fill.dataset[i])) is not None and own < CHEAP_S]
+            random.Random(3).shuffle(cheap)
+            cheap = cheap[:blocks * size]
+            for _ in range(2):  # a candidate, then confirmed
+                episode_cpu_whole(fill, cheap)
+        finally:
+            fill.close()
+        envs = {stored: make_env("python", "mbpp", EnvSettings(gold_cache=stored))
+                for stored in (False, True)}
+        ms: dict[bool, list[float]] = {False: [], True: []}
+        try:
+            for env in envs.values():
+                env.warm_up()
+            for n in range(blocks):
+                block = cheap[n * size:(n + 1) * size]
+                for stored in ((False, True) if n % 2 == 0 else (True, False)):
+                    ms[stored].append(episode_cpu_whole(envs[stored], block))
+        finally:
+            for env in envs.values():
+                env.close()
+    return {"tasks": len(cheap), "blocks": blocks,
+            "not_stored_ms": statistics.median(ms[False]),
+            "stored_ms": statistics.median(ms[True]),
+            "paired_difference_ms": statistics.median(
+                [b - a for a, b in zip(ms[False], ms[True], strict=True)]),
+            "blocks_ms": {"not_stored": ms[False], "stored": ms[True]}}
+
+
 def gold_replay(workers: int) -> dict[str, float]:
     summary, wall, _ = timed_run(env="python", dataset="mbpp", agent="gold", workers=workers)
     return {"replay_wall_s": wall, "replay_episodes_per_s": 974 / wall,
@@ -158,8 +208,14 @@ def main() -> int:
     parser.add_argument("--cpu", action="store_true",
                         help="only where an episode's CPU goes (see the docstring)")
     parser.add_argument("--episodes", type=int, default=400)
+    parser.add_argument("--store", action="store_true",
+                        help="only first episodes with and without stored gold outcomes")
+    parser.add_argument("--blocks", type=int, default=8)
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.store:
+        emit(first_episodes(args.blocks, 40), args.json)
+        return 0
     if args.cpu:
         emit(episode_cpu(args.episodes), args.json)
         return 0

@@ -144,3 +144,16 @@ def test_no_sandbox_sees_the_store(cache):
             assert out.strip() == "False"
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("flag", [[], ["--no-gold-cache"]])
+def test_the_command_line_stores_unless_told_not_to(cache, tmp_path, flag):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "intercode", "eval", "python", "--dataset",
+                          "mbpp-prompt", "--agent", "gold", "--tasks", "0,1", "--no-progress",
+                          "--output", str(tmp_path / "run"), *flag],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(entries(cache)) == (0 if flag else 2)

@@ -18,8 +18,9 @@ class EnvSettings:
     ``mysql_url``, ``sql_max_rows`` (result rows shown), ``sql_max_result_rows`` (rows
     kept for the reward), ``sql_metric`` (``exec_match`` or ``exec_match_nodistinct``:
     the Spider metric reported as ``exec_match``), ``network``, ``test_timeout``
-    (seconds per test statement of the Python benchmark), ``gold_cache`` (Bash: reuse the
-    gold's stored results, see :mod:`intercode.envs.gold_cache`), ``sandbox`` (the
+    (seconds per test statement of the Python benchmark), ``gold_cache`` (Bash and Python:
+    reuse the gold's stored results, see :mod:`intercode.envs.gold_cache` and
+    :mod:`intercode.envs.outcome_store`), ``sandbox`` (the
     sandbox backend: ``bwrap`` or ``docker``, see ``intercode.sandbox``), ``repo_mirror``
     (SWE: a folder of local clones, see :mod:`intercode.swe.repos`), ``image`` (SWE: a
     prebuilt image per instance, a pattern, see :mod:`intercode.swe.images`), ``reward`` (the
