@@ -44,6 +44,7 @@ __all__ = [
     "EntryStore",
     "GoldCache",
     "GoldResult",
+    "cache_root",
     "code_digest",
     "enabled",
     "kernel_identity",
