@@ -187,6 +187,15 @@ def sandbox_factory():
 
 
 @pytest.fixture()
+def gold_cache_dir(tmp_path, monkeypatch) -> Path:
+    """A user cache of this test's own, the gold cache on: its ``gold`` folder (the Bash
+    gold's results and the Python gold's outcomes)."""
+    monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path))
+    monkeypatch.delenv("INTERCODE_GOLD_CACHE", raising=False)
+    return tmp_path / "gold"
+
+
+@pytest.fixture()
 def sandbox(sandbox_factory) -> Iterator:
     """A fresh started sandbox with an empty task tree."""
     from intercode.sandbox.filetree import FileTree

@@ -4,12 +4,12 @@ forged entry that says every gold test fails been trusted, it would have matched
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
 import pytest
+from gold_helpers import entries, resealed
 
 from intercode.envs import gold_cache
 from intercode.envs.python import PythonEnv
@@ -18,16 +18,8 @@ FAILING = "def min_cost(*args, **kwargs):\n    raise ValueError('no')\n"
 
 
 @pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path))
-    monkeypatch.delenv("INTERCODE_GOLD_CACHE", raising=False)
-    return tmp_path / "gold"
-
-
-def resealed(body: dict) -> str:
-    """The checksum an entry with this body would carry (a forger knows the format)."""
-    return hashlib.sha256(gold_cache._canonical([body["payload"], body["confirmed"]])
-                          ).hexdigest()
+def cache(gold_cache_dir):
+    return gold_cache_dir
 
 
 def submit(env: PythonEnv, code: str) -> float:
@@ -44,7 +36,7 @@ def test_a_damaged_or_unsafe_entry_is_never_used(cache, damage):
         assert submit(env, env.dataset[0].gold) == 1.0
     finally:
         env.close()
-    (path,) = sorted(cache.rglob("*.json"))
+    (path,) = entries(cache)
     body = json.loads(path.read_text())
     assert body["confirmed"] is False
     # what the forger wants believed: every gold test fails as FAILING's tests do
@@ -93,7 +85,7 @@ def test_an_answer_cannot_make_the_gold_outcomes_it_is_judged_with(cache):
     try:
         assert submit(envs[0], FAILING) == 0.0
         assert submit(envs[1], FAILING) == 0.0
-        (path,) = sorted(cache.rglob("*.json"))
+        (path,) = entries(cache)
         body = json.loads(path.read_text())
         assert body["confirmed"] is True
         assert all("error" in o and not o["error"] for o in body["payload"]["outcomes"])
@@ -114,7 +106,7 @@ def test_entries_of_other_code_or_settings_are_not_shared(cache):
     try:
         for env in envs:
             assert submit(env, env.dataset[0].gold) == 1.0
-        paths = sorted(cache.rglob("*.json"))
+        paths = entries(cache)
         assert len(paths) == 2
         keys = [json.loads(Path(p).read_text())["key"] for p in paths]
         assert {k["limits"]["processes"] for k in keys} == {Limits().processes, 200}

@@ -4,12 +4,11 @@ their pristine tree are never stored; the opt-outs store nothing; no sandbox see
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from pathlib import Path
 
 import pytest
+from gold_helpers import entries, resealed
 
 from intercode.datasets.known_issues import known_issues
 from intercode.envs import gold_cache
@@ -20,20 +19,8 @@ ACTIONS = ("{gold}", "true", "{gold}; touch /testbed/zz")
 
 
 @pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path))
-    monkeypatch.delenv("INTERCODE_GOLD_CACHE", raising=False)
-    return tmp_path / "gold"
-
-
-def entries(root: Path) -> list[Path]:
-    return sorted(root.rglob("*.json")) if root.is_dir() else []
-
-
-def resealed(body: dict) -> str:
-    """The checksum an entry with this body would carry (a forger knows the format)."""
-    return hashlib.sha256(gold_cache._canonical([body["payload"], body["confirmed"]])
-                          ).hexdigest()
+def cache(gold_cache_dir):
+    return gold_cache_dir
 
 
 def scores(env: BashEnv, tasks) -> dict:

@@ -6,9 +6,9 @@ unstable for good; the opt-outs store nothing; no sandbox sees the store."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from gold_helpers import entries
 
 from intercode.envs.python import PythonEnv
 
@@ -17,14 +17,8 @@ WRONG = "def wrong(*args, **kwargs):\n    return None\n"
 
 
 @pytest.fixture()
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INTERCODE_CACHE", str(tmp_path))
-    monkeypatch.delenv("INTERCODE_GOLD_CACHE", raising=False)
-    return tmp_path / "gold"
-
-
-def entries(root: Path) -> list[Path]:
-    return sorted(root.rglob("*.json")) if root.is_dir() else []
+def cache(gold_cache_dir):
+    return gold_cache_dir
 
 
 def episode(env: PythonEnv, task: int, code: str | None = None,
@@ -119,16 +113,14 @@ def test_scorings_that_differ_mark_the_entry_unstable_for_good(cache):
         env.close()
 
 
-@pytest.mark.parametrize("how", ["argument", "environment"])
-def test_the_opt_outs_store_nothing(cache, monkeypatch, how):
-    if how == "environment":
-        monkeypatch.setenv("INTERCODE_GOLD_CACHE", "0")
-    env = PythonEnv("mbpp-prompt", test_timeout=2.0,
-                    **({"gold_cache": False} if how == "argument" else {}))
+@pytest.mark.parametrize(("variable", "kwargs"), [(None, {"gold_cache": False}), ("0", {})])
+def test_the_opt_outs_store_nothing(cache, monkeypatch, variable, kwargs):
+    if variable is not None:
+        monkeypatch.setenv("INTERCODE_GOLD_CACHE", variable)
+    env = PythonEnv("mbpp-prompt", test_timeout=2.0, **kwargs)
     try:
-        for _ in range(3):
-            assert episode(env, 1)[0] == 1.0
-        assert entries(cache) == []
+        rewards = [episode(env, 1)[0] for _ in range(3)]
+        assert rewards == [1.0] * 3 and entries(cache) == []
     finally:
         env.close()
 
