@@ -116,3 +116,59 @@ def test_entries_of_other_code_or_settings_are_not_shared(cache):
     finally:
         for env in envs:
             env.close()
+
+
+def test_a_user_datasets_entries_are_its_own(cache):
+    """A dataset's golds run one after the other in one gold's sandbox, where a hostile
+    gold may change what a later gold's tests give: entries are keyed by the dataset's
+    digest too, so that a copy of a task in another dataset never decides the original's
+    score (here the copy's entry, confirmed, then rewritten sealed to say every test
+    fails as FAILING's do)."""
+    import dataclasses
+
+    from intercode.datasets.tasks import Dataset
+
+    original = PythonEnv("mbpp-prompt", test_timeout=2.0)
+    copy = dataclasses.replace(original.dataset[0], dataset="copied")
+    hostile = PythonEnv(Dataset("copied", "python", (copy,), "test"), test_timeout=2.0)
+    try:
+        for _ in range(2):
+            assert submit(hostile, copy.gold) == 1.0
+        (path,) = entries(cache)
+        body = json.loads(path.read_text())
+        assert body["confirmed"] is True
+        store = hostile._store
+        assert store is not None
+        store._entries.write(body["key"], {"outcomes": [{"error": "Error: no"}] * 3}, True)
+        again = PythonEnv(Dataset("copied", "python", (copy,), "test"), test_timeout=2.0)
+        try:  # the control: the forged entry rules its own dataset
+            assert submit(again, FAILING) == 1.0
+        finally:
+            again.close()
+        assert submit(original, FAILING) == 0.0
+        assert submit(original, original.dataset[0].gold) == 1.0
+    finally:
+        hostile.close()
+        original.close()
+
+
+def test_a_setup_that_ran_out_of_time_is_never_kept(cache):
+    """Under load, the gold's setup or definition running out of its time left every test
+    failing with a name error, an outcome list that two scorings could confirm; the
+    step's time-out is now every test's outcome, and such a list is never kept."""
+    from intercode.datasets.mbpp import PythonTask
+    from intercode.datasets.tasks import Dataset
+
+    task = PythonTask(index=0, query="one", gold="def one():\n    return 1\n",
+                      dataset="slow-setup", source="test", source_index=0,
+                      tests=("assert one() == 1",), entry_point="one",
+                      test_setup_code="import time\ntime.sleep(2)")
+    env = PythonEnv(Dataset("slow-setup", "python", (task,), "test"), test_timeout=0.5)
+    try:
+        for _ in range(2):
+            env.reset(options={"task": 0})
+            env.step(task.gold)
+            env.step("submit one")
+        assert entries(cache) == []
+    finally:
+        env.close()

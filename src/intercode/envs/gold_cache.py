@@ -23,6 +23,7 @@ fields check out; anything else is ignored (and recomputed), never trusted. The 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -30,7 +31,8 @@ import os
 import platform
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
@@ -225,6 +227,25 @@ class EntryStore:
             self._seen.clear()
         self._seen[seen] = entry
         return entry
+
+    @contextmanager
+    def locked(self, key: dict[str, Any]) -> Iterator[None]:
+        """Hold the lock of ``key``'s folder (other processes' reads and writes of its
+        entries that take it wait): a read, a decision and a write made as one. Without a
+        folder to lock (not writable), nothing is held: the write fails as it would."""
+        folder = self._path(key).parent
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def write(self, key: dict[str, Any], payload: Any, confirmed: bool) -> None:
         """Store ``payload`` (JSON data) under ``key``, sealed, atomically; a failure to

@@ -57,15 +57,16 @@ class OutcomeStore:
         confirm the candidate they equal, or mark the entry unstable if they differ."""
         if not decided_alone(outcomes) or len(json.dumps(outcomes)) > MAX_CHARS:
             return
-        found = self._entries.read(key)
-        if found is None:
-            self._entries.write(key, {"outcomes": outcomes}, confirmed=False)
-        elif not found[1]:
-            same = found[0]["outcomes"] == outcomes
-            self._entries.write(key, {"outcomes": outcomes if same else None},
-                                confirmed=True)
-        elif found[0]["outcomes"] is not None and found[0]["outcomes"] != outcomes:
-            self._entries.write(key, {"outcomes": None}, confirmed=True)
+        with self._entries.locked(key):  # (another worker's mark of unstable stays)
+            found = self._entries.read(key)
+            if found is None:
+                self._entries.write(key, {"outcomes": outcomes}, confirmed=False)
+            elif not found[1]:
+                same = found[0]["outcomes"] == outcomes
+                self._entries.write(key, {"outcomes": outcomes if same else None},
+                                    confirmed=True)
+            elif found[0]["outcomes"] is not None and found[0]["outcomes"] != outcomes:
+                self._entries.write(key, {"outcomes": None}, confirmed=True)
 
 
 def _outcomes_of(payload: Any) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ sandbox and compared on the host (see ``envs.python_apps``).
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import keyword
 import re
@@ -393,7 +394,10 @@ class PythonEnv(IntercodeEnv):
 
     def _store_key(self, question: dict[str, Any]) -> dict[str, Any]:
         """What decides the gold's outcomes besides its request (made once: the same for
-        every task of this environment), and the request's digest."""
+        every task of this environment), and the request's digest. The dataset's own
+        digest too: the golds of one dataset run in one gold's sandbox, one after the
+        other, and a hostile dataset's gold may change what a later gold's tests give
+        there (its interpreter, its files): its entries are its own."""
         from intercode.version import __version__
 
         if self._store_settings is None:
@@ -402,7 +406,8 @@ class PythonEnv(IntercodeEnv):
                 "rootfs": gold_store.root_identity(self._sandbox("gold"), self.layout),
                 "layout": asdict(self.layout), "limits": asdict(self.limits),
                 "backend": self.backend, "upstream_quirks": self.upstream_quirks,
-                "code": gold_store.code_digest(STORE_CODE), "intercode": __version__}
+                "code": gold_store.code_digest(STORE_CODE), "intercode": __version__,
+                "dataset": _dataset_digest(self.dataset)}
         return {"request": question_digest(question), **self._store_settings}
 
     def _run(self, which: str, request: dict[str, Any], kind: str, parts: int) -> ExecResult:
@@ -569,6 +574,16 @@ def _outcomes(value: Any, count: int, what: str, result: ExecResult) -> list[Out
                                                                for o in value):
         return value
     raise RewardError(f"{what} did not report: {result.observation[-300:]}")
+
+
+def _dataset_digest(dataset: Dataset) -> str:
+    """A digest of every task's code and tests (what its gold's sandbox runs)."""
+    digest = hashlib.sha256()
+    for task in dataset:
+        digest.update(json.dumps([task.source, getattr(task, "test_setup_code", ""),
+                                  task.gold, list(getattr(task, "tests", ())),
+                                  getattr(task, "entry_point", "")]).encode())
+    return digest.hexdigest()
 
 
 def _nested_past(value: Any, depth: int) -> bool:
