@@ -38,7 +38,7 @@ KWARGS = {
             "metric": "exec_match_nodistinct", "render_mode": "ansi"},
     "python": {"limits": Limits(timeout=5.0), "layout": Layout(hostname="box"),
                "test_timeout": 2.0, "backend": "bwrap", "upstream_quirks": True,
-               "render_mode": "ansi"},
+               "gold_cache": False, "render_mode": "ansi"},
     "ctf": {"limits": Limits(timeout=5.0), "layout": Layout(hostname="box"), "network": "host",
             "max_submissions": 3, "backend": "bwrap", "upstream_quirks": True,
             "render_mode": "ansi"},
