@@ -242,7 +242,10 @@ class EntryStore:
             yield
             return
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # a file system without locks: as without a folder
+                pass
             yield
         finally:
             os.close(fd)
