@@ -15,6 +15,7 @@ from intercode.envs import gold_cache
 from intercode.envs.python import PythonEnv
 
 FAILING = "def min_cost(*args, **kwargs):\n    raise ValueError('no')\n"
+POISON = {"output": "poison", "error": ""}  # a test that passed, printing what none prints
 
 
 @pytest.fixture()
@@ -39,8 +40,8 @@ def test_a_damaged_or_unsafe_entry_is_never_used(cache, damage):
     (path,) = entries(cache)
     body = json.loads(path.read_text())
     assert body["confirmed"] is False
-    # what the forger wants believed: every gold test fails as FAILING's tests do
-    body["payload"]["outcomes"] = [{"error": "Error: no"}] * 3
+    # what the forger wants believed: every gold test printed something no answer prints
+    body["payload"]["outcomes"] = [POISON] * 3
     body["confirmed"] = True
     if damage == "truncate":
         path.write_text(json.dumps(body)[:60])
@@ -57,7 +58,7 @@ def test_a_damaged_or_unsafe_entry_is_never_used(cache, damage):
         path.unlink()
         path.symlink_to(target)
     elif damage == "wrong_count":  # sealed, but not one outcome per test
-        body["payload"]["outcomes"] = [{"error": "Error: no"}] * 2
+        body["payload"]["outcomes"] = [POISON] * 2
         body["sha256"] = resealed(body)
         path.write_text(json.dumps(body))
     elif damage == "timed_out":  # sealed, but a test ran out of its time: never kept
@@ -70,8 +71,8 @@ def test_a_damaged_or_unsafe_entry_is_never_used(cache, damage):
         path.write_text(json.dumps(body))
     again = PythonEnv("mbpp-prompt", test_timeout=2.0)
     try:
+        assert submit(again, again.dataset[0].gold) == 1.0  # trusted, it would be 0
         assert submit(again, FAILING) == 0.0
-        assert submit(again, again.dataset[0].gold) == 1.0
     finally:
         again.close()
 
@@ -139,36 +140,53 @@ def test_a_user_datasets_entries_are_its_own(cache):
         assert body["confirmed"] is True
         store = hostile._store
         assert store is not None
-        store._entries.write(body["key"], {"outcomes": [{"error": "Error: no"}] * 3}, True)
+        store._entries.write(body["key"], {"outcomes": [POISON] * 3}, True)
         again = PythonEnv(Dataset("copied", "python", (copy,), "test"), test_timeout=2.0)
         try:  # the control: the forged entry rules its own dataset
-            assert submit(again, FAILING) == 1.0
+            assert submit(again, copy.gold) == 0.0
         finally:
             again.close()
-        assert submit(original, FAILING) == 0.0
         assert submit(original, original.dataset[0].gold) == 1.0
+        assert submit(original, FAILING) == 0.0
     finally:
         hostile.close()
         original.close()
 
 
-def test_a_setup_that_ran_out_of_time_is_never_kept(cache):
-    """Under load, the gold's setup or definition running out of its time left every test
-    failing with a name error, an outcome list that two scorings could confirm; the
-    step's time-out is now every test's outcome, and such a list is never kept."""
+def _one_task(gold: str, test: str) -> PythonEnv:
     from intercode.datasets.mbpp import PythonTask
     from intercode.datasets.tasks import Dataset
 
-    task = PythonTask(index=0, query="one", gold="def one():\n    return 1\n",
-                      dataset="slow-setup", source="test", source_index=0,
-                      tests=("assert one() == 1",), entry_point="one",
-                      test_setup_code="import time\ntime.sleep(2)")
-    env = PythonEnv(Dataset("slow-setup", "python", (task,), "test"), test_timeout=0.5)
+    task = PythonTask(index=0, query="one", gold=gold, dataset="one-task", source="test",
+                      source_index=0, tests=(test,), entry_point="one")
+    return PythonEnv(Dataset("one-task", "python", (task,), "test"), test_timeout=0.5)
+
+
+def _scored(env: PythonEnv, code: str) -> float:
+    env.reset(options={"task": 0})
+    env.step(code)
+    return env.step("submit one")[1]
+
+
+CHEAT = "def one():\n    raise TimeoutError('the test took more than 0.5 s')\n"
+
+
+@pytest.mark.parametrize(("gold", "test"), [
+    # the gold's definition ran out of its time (as under load): its function undefined
+    ("import time\ntime.sleep(2)\ndef one():\n    return 1\n", "assert one() == 1"),
+    ("def one():\n    return 1\n", "assert one() == 2"),  # it fails its own test
+])
+def test_a_gold_that_failed_a_test_is_never_kept(cache, gold, test):
+    """A gold's test that failed may say something of the machine at that moment (a
+    definition that ran out of its time left every test failing with a name error: a list
+    two scorings could confirm, and every later run would have inherited); only lists in
+    which every test passed are kept. A constant answer that raises the time-out's message
+    earns nothing."""
+    env = _one_task(gold, test)
     try:
         for _ in range(2):
-            env.reset(options={"task": 0})
-            env.step(task.gold)
-            env.step("submit one")
+            _scored(env, "def one():\n    return 1\n")
+        assert _scored(env, CHEAT) == 0.0
         assert entries(cache) == []
     finally:
         env.close()

@@ -96,15 +96,16 @@ def test_scorings_that_differ_mark_the_entry_unstable_for_good(cache):
         (path,) = entries(cache)
         body = json.loads(path.read_text())
         # another run of the gold that gave something else (a sealed, honest candidate)
-        body["payload"]["outcomes"][0] = {"error": "Error: by chance"}
+        body["payload"]["outcomes"][0] = {"output": "by chance", "error": ""}
         store = env._store
         assert store is not None
         store._entries.write(body["key"], body["payload"], confirmed=False)
         for _ in range(2):
             again = PythonEnv("mbpp-prompt", test_timeout=2.0)
-            try:
-                assert episode(again, 0)[:1] == (1.0,)
-                assert episode(again, 0)[2] == [True]  # the memo's first scoring only
+            try:  # the memo learns the mark: the gold's tests run at every episode
+                for _ in range(3):
+                    reward, _, runs = episode(again, 0)
+                    assert (reward, runs) == (1.0, [True])
             finally:
                 again.close()
             stored = json.loads(path.read_text())
@@ -149,3 +150,28 @@ def test_the_command_line_stores_unless_told_not_to(cache, tmp_path, flag):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert len(entries(cache)) == (0 if flag else 2)
+
+
+def test_the_store_is_private_and_works_without_locks(cache, monkeypatch):
+    """Its folders are the user's alone (mode 0700, whatever the umask), and a file system
+    without locks (``flock`` fails, as on NFS without them) still stores."""
+    import errno
+    import fcntl
+    import os
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, "no locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    old = os.umask(0o022)
+    env = PythonEnv("mbpp-prompt", test_timeout=2.0)
+    try:
+        for _ in range(2):
+            assert episode(env, 0)[0] == 1.0
+    finally:
+        os.umask(old)
+        env.close()
+    (path,) = entries(cache)
+    assert json.loads(path.read_text())["confirmed"] is True
+    for folder in (cache, path.parent):
+        assert folder.stat().st_mode & 0o777 == 0o700

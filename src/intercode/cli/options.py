@@ -134,7 +134,8 @@ def add_env_options(p: argparse.ArgumentParser, env_option: bool = False) -> Non
                         "it cannot reach the host's loopback services")
     p.add_argument("--no-gold-cache", action="store_true",
                    help="bash, python: run the gold every episode instead of reusing its "
-                        "result stored by an earlier run (see README: the gold cache)")
+                        "result stored by an earlier run (see docs/environments/bash.md "
+                        "and python.md: the gold cache)")
     p.add_argument("--sandbox", default="bwrap", type=sandbox_backend,
                    help="sandbox backend: bwrap (bubblewrap, default), docker (a Docker "
                         "engine; see docs/docker.md), or one a plugin registers")

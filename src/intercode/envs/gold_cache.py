@@ -235,7 +235,8 @@ class EntryStore:
         folder to lock (not writable), nothing is held: the write fails as it would."""
         folder = self._path(key).parent
         try:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, exist_ok=True)
             fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                          0o600)
         except OSError:

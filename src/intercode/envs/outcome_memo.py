@@ -124,6 +124,13 @@ class OutcomeMemo:
             self._seen.take(key)
             self._golds.keep(key, _copy(outcomes), self.entries)
 
+    def forget_gold(self, gold_question: Any) -> None:
+        """Never keep the gold's outcomes for its request (scorings elsewhere differed:
+        the outcome store's)."""
+        key = _key(gold_question)
+        self._seen.take(key)
+        self._golds.keep(key, _UNSTABLE, self.entries)
+
     def saw_gold(self, gold_question: Any, outcomes: list[Outcome]) -> None:
         """The gold's side reported ``outcomes`` for the gold's request."""
         if not decided_alone(outcomes):

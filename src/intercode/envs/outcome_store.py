@@ -8,12 +8,16 @@ runs in the gold's interpreter itself (see ``envs/python.py``), the interpreter 
 forked.
 
 An entry is keyed by everything that decides it: the gold's request (by digest), the
-root file system's identity, the sandbox's limits and layout, the backend, the kernel
-and the code that runs the tests (the sandbox's and this environment's). As the
-in-memory memo (``outcome_memo``) does, an entry is used only once two scorings of the
-gold gave the same outcomes (the first is kept as a candidate, a later one, in this run
-or another, confirms it); scorings that disagree mark the entry unstable for good, and
-no list in which a test ran out of its time is kept.
+dataset (a digest of its tasks: a dataset's golds share one gold's sandbox, one after the
+other), the root file system's identity, the sandbox's limits and layout, the backend,
+the kernel, the action mode, the code that runs the tests (the sandbox's and this
+environment's) and the version. As the in-memory memo (``outcome_memo``) does, an entry
+is used only once two scorings of the gold gave the same outcomes (the first is kept as a
+candidate, a later one, in this run or another, confirms it); scorings that differ mark
+the entry unstable for good. Only a list in which every test passed is kept: a gold's
+test that failed (out of time, out of memory, a setup that ran out of its time and left
+the function undefined) says something of the machine at that moment, which a later run
+must not inherit; the memo keeps such lists for one environment's life only.
 
 Trust: the entries live beside the Bash gold's (``INTERCODE_CACHE``/gold, see
 :mod:`intercode.envs.gold_cache`, which checks and seals them), which no sandbox mounts.
@@ -29,7 +33,7 @@ from typing import Any
 
 from intercode.envs.gold_cache import EntryStore, cache_root
 from intercode.envs.outcome_memo import MAX_CHARS, decided_alone
-from intercode.rewards.python import Outcome
+from intercode.rewards.python import Outcome, passed
 
 __all__ = ["OUTCOME_FIELDS", "OutcomeStore"]
 
@@ -52,10 +56,15 @@ class OutcomeStore:
             return None
         return [dict(item) for item in found[0]["outcomes"]]
 
+    def unstable(self, key: dict[str, Any]) -> bool:
+        """Whether scorings of ``key``'s gold were seen to differ."""
+        found = self._entries.read(key)
+        return found is not None and found[1] and found[0]["outcomes"] is None
+
     def saw(self, key: dict[str, Any], outcomes: list[Outcome]) -> None:
         """The gold's tests gave ``outcomes`` for ``key``: keep them as a candidate,
         confirm the candidate they equal, or mark the entry unstable if they differ."""
-        if not decided_alone(outcomes) or len(json.dumps(outcomes)) > MAX_CHARS:
+        if not _keepable(outcomes) or len(json.dumps(outcomes)) > MAX_CHARS:
             return
         with self._entries.locked(key):  # (another worker's mark of unstable stays)
             found = self._entries.read(key)
@@ -82,4 +91,9 @@ def _outcomes_of(payload: Any) -> dict[str, Any] | None:
             isinstance(item, dict) and set(item) in OUTCOME_FIELDS
             and all(isinstance(v, str) for v in item.values()) for item in outcomes):
         return None
-    return payload if decided_alone(outcomes) else None
+    return payload if _keepable(outcomes) else None
+
+
+def _keepable(outcomes: list[Outcome]) -> bool:
+    """Whether an outcome list may be kept: every test passed (see the module docstring)."""
+    return bool(outcomes) and decided_alone(outcomes) and all(passed(o) for o in outcomes)

@@ -380,10 +380,13 @@ class PythonEnv(IntercodeEnv):
         (which the memo then keeps), or None."""
         found = self._memo.gold(question)
         if found is None and self._store is not None and not self._memo.knows(question):
-            stored = self._store.get(self._store_key(question))
+            key = self._store_key(question)
+            stored = self._store.get(key)
             if stored is not None and len(stored) == len(question["tests"]):
                 self._memo.adopt_gold(question, stored)
                 found = self._memo.gold(question)
+            elif stored is None and self._store.unstable(key):
+                self._memo.forget_gold(question)
         return found
 
     def _saw_gold(self, question: dict[str, Any], outcomes: list[Outcome]) -> None:
@@ -401,9 +404,13 @@ class PythonEnv(IntercodeEnv):
         from intercode.version import __version__
 
         if self._store_settings is None:
+            try:
+                root = gold_store.root_identity(self._sandbox("gold"), self.layout)
+            except SandboxError as exc:
+                raise RewardError(f"could not run the tests: {exc}") from exc
             self._store_settings = {
                 "kind": "python-gold-outcomes", "kernel": gold_store.kernel_identity(),
-                "rootfs": gold_store.root_identity(self._sandbox("gold"), self.layout),
+                "rootfs": root,
                 "layout": asdict(self.layout), "limits": asdict(self.limits),
                 "backend": self.backend, "upstream_quirks": self.upstream_quirks,
                 "code": gold_store.code_digest(STORE_CODE), "intercode": __version__,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Outcome", "PythonReward", "python_reward"]
+__all__ = ["Outcome", "PythonReward", "passed", "python_reward"]
 
 Outcome = dict[str, Any]
 
