@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -95,7 +94,9 @@ def refuse_nested_start() -> None:
     """End this process, with one line, if it is a worker still importing the run's main
     script (multiprocessing runs the script again in each worker it starts)."""
     if importing_main():
-        print(f"intercode: {NO_MAIN_GUARD}", file=sys.stderr)
+        # one write (a print is two on an unbuffered stderr): the run's own line, written
+        # to the same stderr at about the same time, came between the two
+        os.write(2, f"intercode: {NO_MAIN_GUARD}\n".encode())
         os._exit(MAIN_REIMPORTED)
 
 
