@@ -48,18 +48,17 @@ class OutcomeStore:
     def __init__(self, root: Path | None = None) -> None:
         self._entries = EntryStore(root or cache_root(), _outcomes_of)
 
-    def get(self, key: dict[str, Any]) -> list[Outcome] | None:
-        """The confirmed outcomes of ``key``, or None (absent, a candidate, unstable,
-        unreadable, corrupt or not ours)."""
+    def lookup(self, key: dict[str, Any]) -> tuple[list[Outcome] | None, bool]:
+        """The confirmed outcomes of ``key`` (None: absent, a candidate, unstable,
+        unreadable, corrupt or not ours), and whether scorings of its gold were seen to
+        differ (unstable), from one read of its entry."""
         found = self._entries.read(key)
-        if found is None or not found[1] or found[0]["outcomes"] is None:
-            return None
-        return [dict(item) for item in found[0]["outcomes"]]
-
-    def unstable(self, key: dict[str, Any]) -> bool:
-        """Whether scorings of ``key``'s gold were seen to differ."""
-        found = self._entries.read(key)
-        return found is not None and found[1] and found[0]["outcomes"] is None
+        if found is None or not found[1]:
+            return None, False
+        outcomes = found[0]["outcomes"]
+        if outcomes is None:
+            return None, True
+        return [dict(item) for item in outcomes], False
 
     def saw(self, key: dict[str, Any], outcomes: list[Outcome]) -> None:
         """The gold's tests gave ``outcomes`` for ``key``: keep them as a candidate,

@@ -380,12 +380,11 @@ class PythonEnv(IntercodeEnv):
         (which the memo then keeps), or None."""
         found = self._memo.gold(question)
         if found is None and self._store is not None and not self._memo.knows(question):
-            key = self._store_key(question)
-            stored = self._store.get(key)
+            stored, unstable = self._store.lookup(self._store_key(question))
             if stored is not None and len(stored) == len(question["tests"]):
                 self._memo.adopt_gold(question, stored)
                 found = self._memo.gold(question)
-            elif stored is None and self._store.unstable(key):
+            elif unstable:
                 self._memo.forget_gold(question)
         return found
 
