@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from gold_helpers import entries, resealed
@@ -187,6 +188,26 @@ def test_a_host_dependent_gold_is_used_only_once_a_second_run_confirms_it(cache)
         assert third._gold is None  # confirmed: used, the gold's sandbox never started
     finally:
         for env in (first, second, third):
+            env.close()
+
+
+def test_a_gold_that_shows_when_its_sandbox_started_is_never_stored(cache):
+    """``ls -ald `which c++``` where no c++ is installed lists the working directory,
+    dated when the sandbox started: a result stored in one minute would score a right
+    answer of a later one below 1.0 (two runs of a run agree, so confirming does not
+    catch it)."""
+    task = 2  # nl2bash-fs4
+    assert known_issues("nl2bash-fs4")[task].kind in gold_cache.UNCACHEABLE_KINDS
+    envs = [BashEnv("nl2bash-fs4") for _ in range(2)]
+    try:
+        for env in envs:
+            env.reset(options={"task": task})
+            observation = env.step(env.task.gold)[0]
+            assert re.search(r" \d\d:\d\d \.$", observation.strip())  # a time of day
+            assert env.evaluate().reward == 1.0
+        assert entries(cache) == []
+    finally:
+        for env in envs:
             env.close()
 
 
