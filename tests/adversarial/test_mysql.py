@@ -12,7 +12,8 @@ import secrets
 
 import pytest
 
-from intercode.envs.sql import SqlEnv, make_backend
+from intercode.envs.core.sql import make_backend
+from intercode.envs.sql import SqlEnv
 from intercode.sql.backend import SqlLimits
 from intercode.sql.mysql_backend import MysqlBackend, parse_url
 

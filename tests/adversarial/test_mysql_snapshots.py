@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from intercode.envs.sql import make_backend
+from intercode.envs.core.sql import make_backend
 from intercode.errors import SnapshotError
 from intercode.sql import mysql_snapshot as snaps
 from intercode.sql.backend import SqlLimits

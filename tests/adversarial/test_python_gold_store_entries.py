@@ -112,7 +112,7 @@ def test_entries_of_other_code_or_settings_are_not_shared(cache):
         keys = [json.loads(Path(p).read_text())["key"] for p in paths]
         assert {k["limits"]["processes"] for k in keys} == {Limits().processes, 200}
         assert all(k["code"] == gold_cache.code_digest(
-            ("intercode.envs.python", "intercode.envs.outcome_store",
+            ("intercode.envs.core.python", "intercode.envs.outcome_store",
              "intercode.envs.outcome_memo", "intercode.rewards.python")) for k in keys)
     finally:
         for env in envs:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from intercode.envs.sql import make_backend
+from intercode.envs.core.sql import make_backend
 from intercode.sql.backend import SqlLimits
 
 

@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
-from intercode.envs.bash import IGNORED_NAMES, BashEnv
+from intercode.envs.bash import BashEnv
 from intercode.envs.bash_upstream import upstream_simplify_path
+from intercode.envs.core.bash import IGNORED_NAMES
 
 
 @pytest.fixture(scope="module")

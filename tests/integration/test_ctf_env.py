@@ -7,7 +7,8 @@ import json
 import pytest
 
 from intercode.datasets import load_dataset
-from intercode.envs.ctf import WRONG_FLAG, CtfEnv
+from intercode.envs.core.ctf import WRONG_FLAG
+from intercode.envs.ctf import CtfEnv
 from intercode.errors import TaskUnavailable
 from intercode.runner.run import RunConfig, execute
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from intercode.envs.python import PythonEnv, defined_functions
+from intercode.envs.core.python import defined_functions
+from intercode.envs.python import PythonEnv
 from intercode.rewards.python import passed, python_reward
 
 

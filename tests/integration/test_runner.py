@@ -363,6 +363,7 @@ def test_a_command_line_script_without_a_main_guard_is_one_clear_error(tmp_path)
 
 FORK_SERVER_THREADS = """
 import os
+import sys
 from intercode.runner.executors import worker_context
 
 def report(conn):
@@ -372,7 +373,7 @@ def report(conn):
 
 if __name__ == "__main__":
     before = dict(os.environ)
-    ctx = worker_context("bash")
+    ctx = worker_context(sys.argv[1])
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=report, args=(child,))  # forked from the server as it is
     proc.start()
@@ -383,12 +384,14 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize("given", [None, "OMP_NUM_THREADS=4"])
-def test_the_fork_server_runs_its_math_libraries_on_one_thread(tmp_path, given):
+@pytest.mark.parametrize("benchmark", ["bash", "a-plugin"])
+def test_the_fork_server_runs_its_math_libraries_on_one_thread(tmp_path, given, benchmark):
     """NumPy's OpenBLAS started its threads in the fork server and spun them (as much
     CPU again as the import): the server's NumPy runs it on one thread, unless the run's
     environment names a number of threads; nothing forked from the server sees the
     setting in its environment (a program's own processes, where the fork server is
-    also its default)."""
+    also its default). A built-in benchmark's server does not load NumPy at all (its
+    workers build the environment's core, without Gymnasium)."""
     pytest.importorskip("threadpoolctl")
     script = tmp_path / "server.py"
     script.write_text(FORK_SERVER_THREADS)
@@ -396,11 +399,12 @@ def test_the_fork_server_runs_its_math_libraries_on_one_thread(tmp_path, given):
     if given is not None:
         name, value = given.split("=")
         env[name] = value
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=env, timeout=120)
+    proc = subprocess.run([sys.executable, str(script), benchmark], capture_output=True,
+                          text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
+    threads = "[]" if benchmark == "bash" else "[1]"
     if given is None:
-        assert proc.stdout.strip() == "({}, [1])"
+        assert proc.stdout.strip() == f"({{}}, {threads})"
     else:
         assert proc.stdout.strip().startswith("({'OMP_NUM_THREADS': '4'}, ")
 

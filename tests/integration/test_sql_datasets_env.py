@@ -9,7 +9,8 @@ import pytest
 from bird_helpers import bird_upstream
 
 from intercode.datasets import Dataset, load_dataset
-from intercode.envs.sql import SqlEnv, dataset_store
+from intercode.envs.core.sql import dataset_store
+from intercode.envs.sql import SqlEnv
 from intercode.errors import DatasetError
 
 

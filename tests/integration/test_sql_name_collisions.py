@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from intercode.envs.sql import make_backend
+from intercode.envs.core.sql import make_backend
 from intercode.sandbox.inbox import sqlconn
 from intercode.sql.backend import SqlBackend, SqlLimits
 from intercode.sql.store import dump_store

@@ -11,7 +11,7 @@ from intercode import testing
 from intercode.benchmarks import get
 from intercode.envs.bash import BashEnv
 from intercode.envs.bounds import NOTE_CHARS
-from intercode.envs.ctf import WRONG_FLAG
+from intercode.envs.core.ctf import WRONG_FLAG
 from intercode.envs.registration import env_id
 from intercode.sandbox.limits import Limits
 from intercode.sql.results import MAX_RESULT_CHARS

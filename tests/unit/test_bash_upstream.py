@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from intercode.envs.bash import IGNORED_NAMES
 from intercode.envs.bash_upstream import (
     MISSING_MD5DEEP,
     UPSTREAM_AGE_NS,
@@ -10,6 +9,7 @@ from intercode.envs.bash_upstream import (
     upstream_hashes,
     upstream_tree,
 )
+from intercode.envs.core.bash import IGNORED_NAMES
 from intercode.sandbox.base import Change
 from intercode.sandbox.filetree import DIR, FILE, LINK, Entry, FileTree
 from intercode.sandbox.layout import EPOCH_NS

@@ -56,7 +56,7 @@ def test_nothing_is_started_where_it_would_be_wasted_or_unsure(started: list[str
 
 
 def test_the_built_in_environments_modules_are_the_registrys() -> None:
-    modules = {b.name: str(b.env).split(":", 1)[0] for b in builtin.BENCHMARKS}
+    modules = {b.name: str(b.core).split(":", 1)[0] for b in builtin.BENCHMARKS}
     assert modules == workerserver.BUILTIN_ENV_MODULES
 
 

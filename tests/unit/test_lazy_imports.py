@@ -151,3 +151,34 @@ def test_an_evaluation_run_main_process_loads_no_environment(tmp_path):
     records = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
     assert json.loads(records[0])["status"] == "ok"
     assert not {"gymnasium", "numpy"} & set(loaded), loaded
+
+
+@pytest.mark.parametrize("env", ["bash", "sql", "python", "ctf", "swe"])
+def test_a_runs_workers_import_neither_gymnasium_nor_numpy(env: str) -> None:
+    """What a built-in benchmark's fork server imports for its workers (the modules every
+    worker needs and the environment's core), and the class the workers build."""
+    out = fresh(f"""
+import importlib, json, sys
+from intercode.runner import workerserver
+for name in [*workerserver.PRELOAD, workerserver.BUILTIN_ENV_MODULES[{env!r}]]:
+    importlib.import_module(name)
+from intercode.benchmarks import get
+core = get({env!r}).core_class()
+print(json.dumps([core.__module__, [m for m in {list(HEAVY)!r} if m in sys.modules]]))
+""")
+    module, loaded = json.loads(out)
+    assert module == f"intercode.envs.core.{env}"
+    assert loaded == []
+
+
+def test_the_public_environments_are_their_cores_as_gymnasium_envs() -> None:
+    import gymnasium as gym
+
+    from intercode.benchmarks import builtin
+    from intercode.envs.core.base import EnvCore
+
+    for benchmark in builtin.BENCHMARKS:
+        cls, core = benchmark.env_class(), benchmark.core_class()
+        assert issubclass(cls, core) and issubclass(cls, gym.Env)
+        assert issubclass(core, EnvCore) and not issubclass(core, gym.Env)
+        assert cls.__init__ is core.__init__  # the same arguments, the same checks

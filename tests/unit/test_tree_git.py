@@ -53,7 +53,7 @@ from pathlib import Path
 
 import pytest
 
-from intercode.envs.bash import IGNORED_NAMES
+from intercode.envs.core.bash import IGNORED_NAMES
 from intercode.sandbox.inbox.tree import Tree
 
 DIR, FILE, LINK = "d", "f", "l"

@@ -58,6 +58,7 @@ NL2BASH = "intercode.datasets.nl2bash:load"
 BENCHMARK = Benchmark(
     name="bash",
     env="intercode.envs.bash:BashEnv",
+    core="intercode.envs.core.bash:BashCore",
     datasets={name: NL2BASH for name in ("nl2bash", "nl2bash-fs1", "nl2bash-fs2",
                                          "nl2bash-fs3", "nl2bash-fs4", "bash-test",
                                          "bash-demo")},

@@ -83,6 +83,7 @@ def submit_flag(task: Task) -> str:
 BENCHMARK = Benchmark(
     name="ctf",
     env="intercode.envs.ctf:CtfEnv",
+    core="intercode.envs.core.ctf:CtfCore",
     datasets={"intercode-ctf": "intercode.datasets.ctf:load"},
     default_dataset="intercode-ctf",
     description="InterCode-CTF: picoCTF challenges; the flag is the answer",

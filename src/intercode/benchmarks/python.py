@@ -74,6 +74,7 @@ MBPP = "intercode.datasets.mbpp:load"
 BENCHMARK = Benchmark(
     name="python",
     env="intercode.envs.python:PythonEnv",
+    core="intercode.envs.core.python:PythonCore",
     datasets={name: MBPP for name in ("mbpp", "mbpp-prompt", "mbpp-test", "mbpp-validation",
                                       "mbpp-train")}
     | {"apps": "intercode.datasets.apps:load"},

@@ -18,6 +18,7 @@ from intercode.errors import ConfigError
 if TYPE_CHECKING:
     from intercode.datasets.tasks import Dataset, Task
     from intercode.envs.base import IntercodeEnv
+    from intercode.envs.core.base import EnvCore
 
 __all__ = ["Benchmark", "Parsing", "Prompting", "resolve"]
 
@@ -98,7 +99,9 @@ class Benchmark:
     """One benchmark: an environment class and everything around it.
 
     ``env`` is the class or its import path (``"package.module:Class"``, loaded on first
-    use); ``datasets`` maps each dataset name to its loader (``name -> Dataset``, or
+    use); ``core`` (optional, the same kinds) is that class's workings without Gymnasium,
+    which a run's workers build instead so that they start without importing it (see
+    :mod:`intercode.envs.core`; ``None``: the workers build ``env``); ``datasets`` maps each dataset name to its loader (``name -> Dataset``, or
     ``"module:function"``). ``gold_action`` is the action that hands in a task's gold
     (the code itself; CTF: ``submit <flag>``), ``gold_submit`` the action after it
     (``submit``; Python: ``submit <function>``). ``options`` lists the settings of
@@ -127,6 +130,7 @@ class Benchmark:
     gold_action: Callable[[Task], str] = _gold_code
     gold_submit: Callable[[Task], str] = _plain_submit
     options: frozenset[str] = frozenset()
+    core: type[EnvCore] | str | None = None
     play_dataset: str | None = None
     user_dataset: Callable[[str, str], Dataset] | str | None = None
     test_dataset: str | None = None
@@ -181,6 +185,11 @@ class Benchmark:
     def env_class(self) -> type[IntercodeEnv]:
         """The environment class (imported on first use)."""
         return resolve(self.env)  # type: ignore[no-any-return]
+
+    def core_class(self) -> type[EnvCore]:
+        """The class a run's workers build: :attr:`core` if given, else the environment
+        class (imported on first use)."""
+        return resolve(self.core if self.core is not None else self.env)  # type: ignore[no-any-return]
 
     def loader(self, dataset: str) -> Callable[[str], Dataset]:
         """The loader of one of this benchmark's datasets."""

@@ -57,6 +57,7 @@ Plan:
 BENCHMARK = Benchmark(
     name="sql",
     env="intercode.envs.sql:SqlEnv",
+    core="intercode.envs.core.sql:SqlCore",
     datasets={"spider-dev": "intercode.datasets.spider:load",
               "wikisql-dev": "intercode.datasets.wikisql:load",
               "bird-dev": "intercode.datasets.bird:load",

@@ -60,6 +60,7 @@ def apply_gold(task: Task) -> str:
 BENCHMARK = Benchmark(
     name="swe",
     env="intercode.envs.swe:SweEnv",
+    core="intercode.envs.core.swe:SweCore",
     datasets={"swe-demo": "intercode.datasets.swe:load",
               "ic-swe-bench": "intercode.datasets.swe:load"},
     default_dataset="swe-demo",

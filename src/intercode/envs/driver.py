@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from intercode.envs.base import Evaluation, IntercodeEnv
+from intercode.envs.core.base import EnvCore, Evaluation
 from intercode.envs.info import ActionInfo
 from intercode.errors import AgentFault, SandboxError
 
@@ -60,7 +60,7 @@ class EpisodeDriver:
     whether the episode ended; :meth:`finish` gives the :class:`EpisodeResult`.
     """
 
-    def __init__(self, env: IntercodeEnv, index: int, score_each_turn: bool = True,
+    def __init__(self, env: EnvCore, index: int, score_each_turn: bool = True,
                  stop_at_success: bool = True) -> None:
         self.env = env
         self.score_each_turn = score_each_turn

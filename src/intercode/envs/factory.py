@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from intercode.datasets.tasks import Dataset
-from intercode.envs.base import IntercodeEnv
 from intercode.envs.settings import EnvSettings
 from intercode.sandbox.limits import Limits
 
-__all__ = ["create_env", "make_env"]
+if TYPE_CHECKING:
+    from intercode.envs.base import IntercodeEnv
+    from intercode.envs.core.base import EnvCore
+
+__all__ = ["create_env", "make_core_env", "make_env"]
 
 
 def create_env(env: str, dataset: str | Dataset, limits: Limits | None = None,
@@ -24,5 +29,15 @@ def make_env(env: str, dataset: str | Dataset, settings: EnvSettings) -> Interco
     from intercode.benchmarks import get
 
     made = get(env).env_class().from_settings(dataset, settings)
+    made.set_reward_mode(settings.reward)
+    return made
+
+
+def make_core_env(env: str, dataset: str | Dataset, settings: EnvSettings) -> EnvCore:
+    """The environment a run's worker builds: as :func:`make_env`, but the benchmark's
+    class without Gymnasium where it has one (:attr:`Benchmark.core`)."""
+    from intercode.benchmarks import get
+
+    made = get(env).core_class().from_settings(dataset, settings)
     made.set_reward_mode(settings.reward)
     return made

@@ -91,7 +91,8 @@ def cache_root() -> Path:
 # the code that runs the gold and turns it into a result: the sandbox (host side and
 # in-sandbox), the Bash environment, the prepared file systems and this module
 CODE_PACKAGES = ("intercode.sandbox", "intercode.sandbox.inbox")
-CODE_MODULES = ("intercode.envs.bash", "intercode.envs.gold_cache", "intercode.datasets.fsbuild")
+CODE_MODULES = ("intercode.envs.core.bash", "intercode.envs.gold_cache",
+                "intercode.datasets.fsbuild")
 
 
 def sandbox_code_digest() -> str:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from intercode.datasets.apps import DEFAULT_PROGRAM, AppsTask
-from intercode.envs.base import Evaluation
+from intercode.envs.core.base import Evaluation
 from intercode.errors import SandboxError, SandboxSpentError
 from intercode.rewards.apps import apps_reward, call_passes, parse_value, stdin_passes
 from intercode.sandbox.base import Sandbox

@@ -1,4 +1,4 @@
-"""The warm spares of :meth:`IntercodeEnv.fork`: siblings whose sandboxes boot in the
+"""The warm spares of :meth:`EnvCore.fork`: siblings whose sandboxes boot in the
 background, so that a fork hands one over instead of starting a new environment.
 
 Each environment holds one :class:`Spares`: the spares it keeps for its next forks (begun
@@ -23,14 +23,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from intercode.envs.base import IntercodeEnv
+    from intercode.envs.core.base import EnvCore
     from intercode.sandbox.base import Sandbox
 
 __all__ = ["DEFAULT_SPARES", "Spares", "spares_wanted"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SPARES = 2  # warm spares of fork() per environment (see IntercodeEnv.fork_spares)
+DEFAULT_SPARES = 2  # warm spares of fork() per environment (see EnvCore.fork_spares)
 MAX_SPARES = 8
 # spares prepared at once (each: a bubblewrap spawn, 10-20 ms of the host's CPU, then a
 # wait for the boot and the reset to the parent's task, and a Python spare's replay)
@@ -72,11 +72,11 @@ class Spares:
     """
 
     def __init__(self, wanted: int) -> None:
-        self.pending: deque[Future[IntercodeEnv | None]] = deque()
+        self.pending: deque[Future[EnvCore | None]] = deque()
         self.wanted = wanted
         self.spareless = False  # _prestart() said this environment cannot keep a spare
         self.ready_task: int | None = None
-        self.parent: weakref.ref[IntercodeEnv] | None = None
+        self.parent: weakref.ref[EnvCore] | None = None
         self.forked_on = 0
 
     def set_wanted(self, count: int) -> None:
@@ -85,7 +85,7 @@ class Spares:
         while len(self.pending) > self.wanted:
             close_pending(self.pending.pop())
 
-    def take(self) -> IntercodeEnv | None:
+    def take(self) -> EnvCore | None:
         """The first warm spare that is ready, else the one begun first, handed over
         (``None`` if there is none or it failed)."""
         if not self.pending:
@@ -103,7 +103,7 @@ class Spares:
             self.set_wanted(0)  # this environment cannot begin one: stop trying
         return spare
 
-    def refill(self, owner: IntercodeEnv) -> None:
+    def refill(self, owner: EnvCore) -> None:
         """Begin new warm spares of ``owner`` for its next forks, up to ``wanted``.
 
         The spare is a sibling of its own, sandboxes included: nothing of it is reachable
@@ -122,12 +122,12 @@ class Spares:
         while self.pending:
             close_pending(self.pending.popleft())
 
-    def forked_from(self, parent: IntercodeEnv) -> None:
+    def forked_from(self, parent: EnvCore) -> None:
         """Remember that this environment's owner is a fork of ``parent``, made now on
         this thread."""
         self.parent, self.forked_on = weakref.ref(parent), threading.get_ident()
 
-    def recycle(self, fork: IntercodeEnv) -> None:
+    def recycle(self, fork: EnvCore) -> None:
         """On the close of ``fork`` (this object's owner): its agent's sandbox goes back to
         the environment it was forked from as a warm spare (reset on the spare-starting
         thread: every process killed, the pristine tree, a fresh shell, then reset to that
@@ -155,15 +155,15 @@ class Spares:
         parent._spares.pending.append(pending)
 
 
-def close_pending(pending: Future[IntercodeEnv | None]) -> None:
+def close_pending(pending: Future[EnvCore | None]) -> None:
     """Close the spare of ``pending`` (waits until it was begun)."""
     spare = pending.result()
     if spare is not None:
         spare.close()
 
 
-def begin_spare(owner: IntercodeEnv, index: int | None = None,
-                plan: object = None) -> IntercodeEnv | None:
+def begin_spare(owner: EnvCore, index: int | None = None,
+                plan: object = None) -> EnvCore | None:
     """A sibling of ``owner`` whose sandboxes were begun (on the spare-starting thread), or
     ``None`` (a failure to begin one is not an error: the next fork starts a sibling
     itself). With ``index`` (the owner's task when the spare was begun), the spare also
@@ -186,9 +186,9 @@ def begin_spare(owner: IntercodeEnv, index: int | None = None,
     return None
 
 
-def prepare_spare(spare: IntercodeEnv, index: int, plan: object = None) -> None:
+def prepare_spare(spare: EnvCore, index: int, plan: object = None) -> None:
     """On the spare-starting thread: wait for ``spare``'s boot, reset it to task ``index``
-    (what :meth:`IntercodeEnv.fork` would do first) and follow ``plan``
+    (what :meth:`EnvCore.fork` would do first) and follow ``plan``
     (``_prepare_fork``). A failure is left to the fork, which then resets the spare
     itself (and says why, if it cannot)."""
     try:
@@ -203,8 +203,8 @@ def prepare_spare(spare: IntercodeEnv, index: int, plan: object = None) -> None:
     spare._spares.ready_task = index
 
 
-def recycled_spare(parent: IntercodeEnv, box: Sandbox, index: int | None,
-                   plan: object) -> IntercodeEnv | None:
+def recycled_spare(parent: EnvCore, box: Sandbox, index: int | None,
+                   plan: object) -> EnvCore | None:
     """A sibling of ``parent`` around ``box``, a closed fork's agent sandbox (see
     :meth:`Spares.recycle`), or ``None`` (it is stopped: the next fork takes another spare
     or starts one)."""

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 from intercode.agents.base import Policy
-from intercode.envs.base import IntercodeEnv
 from intercode.envs.bounds import task_index
+from intercode.envs.core.base import EnvCore
 from intercode.envs.driver import RETRY_MESSAGE, EpisodeDriver
 from intercode.errors import (
     AgentFault,
@@ -25,7 +25,7 @@ from intercode.runner.records import EpisodeRecord, Turn
 __all__ = ["run_episode", "run_task"]
 
 
-def run_episode(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None = None,
+def run_episode(env: EnvCore, index: int, policy: Policy, max_turns: int | None = None,
                 worker: int = 0, known_issue: str | None = None) -> EpisodeRecord:
     """Play task ``index``; infrastructure failures give a record with status error.
 
@@ -86,9 +86,9 @@ def _short(text: str) -> str:
     return f"{text[:ERROR_CHARS]}... [{len(text) - ERROR_CHARS} more characters]"
 
 
-def run_task(env: IntercodeEnv | None, make_env: Callable[[], IntercodeEnv], index: int,
+def run_task(env: EnvCore | None, make_env: Callable[[], EnvCore], index: int,
              policy: Policy, max_turns: int | None = None, worker: int = 0,
-             known_issue: str | None = None) -> tuple[EpisodeRecord, IntercodeEnv | None]:
+             known_issue: str | None = None) -> tuple[EpisodeRecord, EnvCore | None]:
     """Run one task and return its record and the environment for the next one (None:
     build a new one). An error before any turn (a reset that failed, perhaps because of
     what an earlier episode left) is tried once more in a fresh environment, so that an
@@ -152,7 +152,7 @@ def _next_action(policy: Policy, observation: str, feedback: float | None,
         return None
 
 
-def _play(env: IntercodeEnv, index: int, policy: Policy, max_turns: int | None,
+def _play(env: EnvCore, index: int, policy: Policy, max_turns: int | None,
           turns: list[Turn], stops: list[str]) -> tuple[float, bool, dict[str, Any], int | None]:
     episode = EpisodeDriver(env, index, policy.score_each_turn)
     assert env.task is not None

@@ -21,7 +21,7 @@ from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_ma
 from intercode.runner.workerserver import importing_main, signal_ignored, start, worker_context
 
 if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium there
-    from intercode.envs.base import IntercodeEnv
+    from intercode.envs.core.base import EnvCore
     from intercode.envs.settings import EnvSettings
 
 OnRecord = Callable[[dict[str, Any]], None]
@@ -286,7 +286,7 @@ class InlineExecutor:
         from intercode.runner.episode import run_task
 
         policy = make_policy(self.spec)
-        env: IntercodeEnv | None = None
+        env: EnvCore | None = None
         try:
             for index in tasks:
                 record, env = run_task(env, lambda: make_env(self.spec), index, policy,

@@ -1,4 +1,5 @@
-"""Imported first by a run's fork server (see ``workerserver.PRELOAD``): the server's
+"""Imported first by a run's fork server (see ``workerserver.PRELOAD_GYMNASIUM``:
+for a plugin's environment, a ``gymnasium.Env``): the server's
 NumPy runs its math library (OpenBLAS) on one thread, unless the run's environment names
 a number of threads for it.
 

@@ -18,7 +18,7 @@ from intercode.llm.config import ModelConfig
 
 if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium there
     from intercode.agents.base import Policy
-    from intercode.envs.base import IntercodeEnv
+    from intercode.envs.core.base import EnvCore
 
 __all__ = ["WorkerSpec", "make_env", "make_policy", "worker_main"]
 
@@ -41,11 +41,12 @@ class WorkerSpec:
 PR_SET_PDEATHSIG = 1
 
 
-def make_env(spec: WorkerSpec) -> IntercodeEnv:
-    """The environment a spec describes (not wrapped)."""
-    from intercode.envs.factory import make_env as create_env_from
+def make_env(spec: WorkerSpec) -> EnvCore:
+    """The environment a spec describes (not wrapped; without Gymnasium where the
+    benchmark has such a class, see :mod:`intercode.envs.core`)."""
+    from intercode.envs.factory import make_core_env
 
-    return create_env_from(spec.env, spec.dataset, spec.settings)
+    return make_core_env(spec.env, spec.dataset, spec.settings)
 
 
 def make_policy(spec: WorkerSpec) -> Policy:
@@ -146,7 +147,7 @@ def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int,
 def _serve(spec: WorkerSpec, conn: Connection, worker_id: int, parent: int) -> None:
     from intercode.runner.episode import run_task
 
-    env: IntercodeEnv | None = None
+    env: EnvCore | None = None
     try:
         _watch_parent(parent)
         policy = make_policy(spec)
@@ -179,7 +180,7 @@ def _send_fatal(conn: Connection, exc: Exception) -> None:
         pass  # the run is gone
 
 
-def _close_quietly(env: IntercodeEnv) -> None:
+def _close_quietly(env: EnvCore) -> None:
     try:
         env.close()
     except Exception:  # leaving anyway; the sandboxes die with us

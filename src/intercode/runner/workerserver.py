@@ -15,24 +15,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-__all__ = ["BUILTIN_ENV_MODULES", "LAST", "PRELOAD", "importing_main", "signal_ignored", "start",
-           "stop", "worker_context"]
+__all__ = ["BUILTIN_ENV_MODULES", "LAST", "PRELOAD", "PRELOAD_GYMNASIUM", "importing_main",
+           "signal_ignored", "start", "stop", "worker_context"]
 
 # what a fork server imports once for all the workers it forks (besides the environment's
-# own module): a worker forked from it starts without importing anything. The first
-# tells the math libraries one thread (see onethread), before NumPy is imported.
-PRELOAD = ("intercode.runner.onethread", "intercode.runner.worker", "intercode.runner.episode",
-           "intercode.envs.factory", "intercode.agents.gold", "intercode.agents.replay",
-           "gymnasium", "intercode.runner.preload")
+# own module): a worker forked from it starts without importing anything. A built-in
+# benchmark's workers build its environment's core (see intercode.envs.core), so neither
+# Gymnasium nor numpy is imported.
+PRELOAD = ("intercode.runner.worker", "intercode.runner.episode", "intercode.envs.factory",
+           "intercode.agents.gold", "intercode.agents.replay", "intercode.runner.preload")
+
+# what a plugin's environment, a ``gymnasium.Env``, needs besides: Gymnasium. The first
+# tells the math libraries one thread (see onethread), before numpy is imported.
+PRELOAD_GYMNASIUM = ("intercode.runner.onethread", "gymnasium")
 
 # imported after everything else: Ctrl-C's default handler back (see ``start``)
 LAST = "intercode.runner.preloaded"
 
-# the module of each built-in benchmark's environment (a test checks them against the
-# registry), so that the server can start before the registry is imported
-BUILTIN_ENV_MODULES = {"bash": "intercode.envs.bash", "sql": "intercode.envs.sql",
-                       "python": "intercode.envs.python", "ctf": "intercode.envs.ctf",
-                       "swe": "intercode.envs.swe"}
+# the module of each built-in benchmark's environment core (a test checks them against
+# the registry), so that the server can start before the registry is imported
+BUILTIN_ENV_MODULES = {name: f"intercode.envs.core.{name}"
+                       for name in ("bash", "sql", "python", "ctf", "swe")}
 
 
 def worker_context(env: str, quiet_start: bool = False) -> Any:
@@ -45,7 +48,9 @@ def worker_context(env: str, quiet_start: bool = False) -> Any:
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     # taken when the server starts: the first run of this process chooses them
-    ctx.set_forkserver_preload([*PRELOAD, *_env_module(env), *([LAST] if quiet_start else [])])
+    extra = [] if env in BUILTIN_ENV_MODULES else list(PRELOAD_GYMNASIUM)
+    ctx.set_forkserver_preload([*extra, *PRELOAD, *_env_module(env),
+                                *([LAST] if quiet_start else [])])
     return ctx
 
 
@@ -126,13 +131,14 @@ def signal_ignored(signum: int) -> Iterator[None]:
 
 
 def _env_module(env: str) -> list[str]:
-    """The module of benchmark ``env``'s environment class, if it is known here."""
+    """The module of the class benchmark ``env``'s workers build, if it is known here."""
     if env in BUILTIN_ENV_MODULES:
         return [BUILTIN_ENV_MODULES[env]]
     from intercode.benchmarks import get
 
     try:
-        target = get(env).env
+        benchmark = get(env)
+        target = benchmark.core if benchmark.core is not None else benchmark.env
     except Exception:  # an unknown benchmark: the worker reports it
         return []
     if isinstance(target, str):

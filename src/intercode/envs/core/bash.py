@@ -18,7 +18,6 @@ from intercode.datasets import BashTask, Dataset, Task
 from intercode.datasets.fsbuild import prepared_fs, script_fs
 from intercode.envs import arguments, sandbox_state
 from intercode.envs import gold_cache as gold_store
-from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bash_upstream import (
     date_access_times,
     rewritten_by_reset,
@@ -28,6 +27,7 @@ from intercode.envs.bash_upstream import (
     upstream_tree,
 )
 from intercode.envs.bounds import NOTE_CHARS
+from intercode.envs.core.base import EnvCore, Evaluation
 from intercode.envs.gold_cache import GoldCache, GoldResult
 from intercode.envs.info import ActionInfo
 from intercode.errors import ConfigError, RewardError, SandboxError, SnapshotError
@@ -45,7 +45,7 @@ from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
 
-__all__ = ["BashEnv"]
+__all__ = ["BashCore"]
 
 # Upstream's docker.gitignore: these names are ignored at any depth by the diff.
 IGNORED_NAMES = ("bin", "boot", "dev", "etc", "home", "lib", "media", "opt", "proc", "root",
@@ -75,29 +75,9 @@ def task_fs(task: BashTask) -> FileTree:
     return EMPTY
 
 
-class BashEnv(IntercodeEnv):
-    """``gymnasium.make("intercode/bash-v0", dataset="nl2bash-fs1")``.
-
-    Args:
-        dataset: a Bash dataset name (see ``intercode.dataset_names("bash")``) or a
-            loaded :class:`~intercode.datasets.Dataset`.
-        limits: sandbox limits (timeout per action, memory, ...).
-        layout: what the sandbox looks like inside (root file system, user, host name).
-        sandbox: a factory ``limits -> Sandbox``; by default a sandbox of ``backend``.
-        backend: the sandbox backend (see ``intercode.sandbox.BACKENDS``); ``bwrap``
-            (bubblewrap) by default.
-        upstream_quirks: run every action (and the gold) as upstream InterCode did:
-            a fresh ``/bin/bash -c "<action>"`` split by Docker's argument splitting,
-            which strips inner double quotes, with ``cd`` emulated. Off by default;
-            meant for reproducing recorded results, not for new evaluations.
-        gold_cache: keep the gold's results on disk across runs and reuse them
-            (:mod:`intercode.envs.gold_cache`; never for time-dependent or
-            nondeterministic tasks); ``False`` (or ``INTERCODE_GOLD_CACHE=0``) runs the
-            gold every episode. Not used with a ``sandbox`` factory of your own.
-        answer_check: ``tfidf`` (InterCode's similarity of the answers, the default) or
-            ``strict`` (the answers equal as text after a documented normalisation,
-            order and case counting; see :mod:`intercode.rewards.bash`).
-    """
+class BashCore(EnvCore):
+    """The Bash environment without Gymnasium (see :class:`intercode.envs.bash.BashEnv`,
+    this and :class:`~intercode.envs.base.EnvCore`)."""
 
     env_name = "bash"
 
@@ -404,9 +384,9 @@ class BashEnv(IntercodeEnv):
             self._gold_redated, self._gold_rewrites = dict(redated), set(rewrites)
             self._gold_turn, self._gold_cache = turn, None
 
-    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+    def transfer_state(self, state: ExecState, other: EnvCore) -> None:
         """``other``'s agent sandbox in ``state``."""
-        if not isinstance(other, BashEnv):
+        if not isinstance(other, BashCore):
             raise SnapshotError("a Bash snapshot forks only into a Bash environment")
         moved = sandbox_state.copy(state, self._sandbox("agent"), other._sandbox("agent"))
         other._workdir = moved.extra["workdir"]
@@ -438,7 +418,7 @@ class BashEnv(IntercodeEnv):
         return self._agent is not None and self._agent.alive
 
     def _detach_agent(self) -> Sandbox | None:
-        """The agent's sandbox, taken out (see :meth:`IntercodeEnv._detach_agent`)."""
+        """The agent's sandbox, taken out (see :meth:`EnvCore._detach_agent`)."""
         box, booting = self._agent, self._booting
         if box is None or booting:
             return None
@@ -446,7 +426,7 @@ class BashEnv(IntercodeEnv):
         return box
 
     def _adopt_agent(self, box: Sandbox) -> None:
-        """``box`` becomes the agent's sandbox (see :meth:`IntercodeEnv._adopt_agent`)."""
+        """``box`` becomes the agent's sandbox (see :meth:`EnvCore._adopt_agent`)."""
         self._agent, self._booting = box, False
 
     def close(self) -> None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
-from typing import Any
+from typing import Any, Self
 
 from intercode.datasets import CtfTask, Dataset, Task
 from intercode.datasets.ctf import asset_path, folder_entries
 from intercode.envs import arguments, sandbox_state
-from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
+from intercode.envs.core.base import EnvCore, Evaluation
 from intercode.envs.ctf_python import ALIAS_DIR, alias_entries, needs_crypto_alias
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
@@ -33,7 +33,7 @@ from intercode.sandbox.layout import EPOCH_NS, Layout
 from intercode.sandbox.limits import Limits
 from intercode.sandbox.rootfs import default_root
 
-__all__ = ["CtfEnv"]
+__all__ = ["CtfCore"]
 
 WRONG_FLAG = "The flag is wrong. Try again."
 
@@ -66,13 +66,14 @@ def task_tree(task: CtfTask, crypto_alias: bool = False) -> FileTree:
     return FileTree.of(entries)
 
 
-class CtfEnv(IntercodeEnv):
-    """``gymnasium.make("intercode/ctf-v0", dataset="intercode-ctf")``."""
+class CtfCore(EnvCore):
+    """The CTF environment without Gymnasium (see :class:`intercode.envs.ctf.CtfEnv`,
+    this and :class:`~intercode.envs.base.EnvCore`)."""
 
     env_name = "ctf"
 
     @classmethod
-    def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> CtfEnv:
+    def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> Self:
         """Limits, network mode and upstream quirks of the settings."""
         return cls(dataset, limits=settings.limits, network=settings.network,
                    upstream_quirks=settings.upstream_quirks, backend=settings.sandbox)
@@ -209,9 +210,9 @@ class CtfEnv(IntercodeEnv):
         self._submissions, self._solved = loaded.extra["submissions"], loaded.extra["solved"]
         self.restore_note = loaded.note()
 
-    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+    def transfer_state(self, state: ExecState, other: EnvCore) -> None:
         """``other``'s sandbox in ``state``."""
-        if not isinstance(other, CtfEnv):
+        if not isinstance(other, CtfCore):
             raise SnapshotError("a CTF snapshot forks only into a CTF environment")
         moved = sandbox_state.copy(state, self._sandbox(), other._sandbox())
         other._submissions, other._solved = moved.extra["submissions"], moved.extra["solved"]

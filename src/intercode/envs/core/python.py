@@ -20,14 +20,14 @@ import keyword
 import re
 from dataclasses import asdict
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, Self
 
 from intercode.datasets import Dataset, PythonTask, Task
 from intercode.datasets.apps import AppsTask
 from intercode.envs import arguments, python_apps, sandbox_state
 from intercode.envs import gold_cache as gold_store
-from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
+from intercode.envs.core.base import EnvCore, Evaluation
 from intercode.envs.info import ActionInfo
 from intercode.envs.outcome_memo import OutcomeMemo, question_digest
 from intercode.envs.outcome_store import OutcomeStore
@@ -48,7 +48,7 @@ from intercode.sandbox.filetree import FileTree
 from intercode.sandbox.layout import Layout
 from intercode.sandbox.limits import Limits
 
-__all__ = ["PythonEnv"]
+__all__ = ["PythonCore"]
 
 EMPTY = FileTree.of([])
 # the deepest nesting of a probe's reply used: a typed value nests at most three levels of
@@ -59,7 +59,7 @@ EMPTY = FileTree.of([])
 REPLY_DEPTH = 400
 # the code that decides the gold's outcomes besides the sandbox's (an entry of the outcome
 # store made by other code is never used)
-STORE_CODE = ("intercode.envs.python", "intercode.envs.outcome_store",
+STORE_CODE = ("intercode.envs.core.python", "intercode.envs.outcome_store",
               "intercode.envs.outcome_memo", "intercode.rewards.python")
 
 
@@ -78,26 +78,14 @@ SPENT = ("the Python interpreter could not be restarted in this sandbox (a proce
          "next action (files, variables, functions and imports were lost)")
 
 
-class PythonEnv(IntercodeEnv):
-    """``gymnasium.make("intercode/python-v0", dataset="mbpp")``.
-
-    Actions are Python code (statements, definitions, expressions); ``submit <name>``
-    scores the function ``name`` (one the interpreter does not define, or a keyword,
-    scores 0 and ``info["note"]`` says why). Without a name, and under Try Again, the
-    candidate is the first function of the latest action that ran without error and
-    defined functions (upstream took the first ``def`` of the action).
-    Each test statement gets its own time limit (``test_timeout`` seconds).
-
-    On an APPS problem, ``submit [<path>]`` hands in the program file ``path``
-    (``solution.py`` by default, relative to the interpreter's working directory), and
-    Try Again scores that default file; each input/output test runs the program afresh
-    with its own time limit (see :mod:`intercode.envs.python_apps`).
-    """
+class PythonCore(EnvCore):
+    """The Python environment without Gymnasium (see :class:`intercode.envs.python.PythonEnv`,
+    this and :class:`~intercode.envs.base.EnvCore`)."""
 
     env_name = "python"
 
     @classmethod
-    def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> PythonEnv:
+    def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> Self:
         """Limits, upstream quirks and the per-test time limit of the settings."""
         test_timeout = 5.0 if settings.test_timeout is None else settings.test_timeout
         return cls(dataset, limits=settings.limits, upstream_quirks=settings.upstream_quirks,
@@ -507,13 +495,13 @@ class PythonEnv(IntercodeEnv):
         return (result.exit_code == 0 and not result.timed_out and not result.shell_restarted
                 and isinstance(reply, dict) and reply.get("ran") == len(actions))
 
-    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+    def transfer_state(self, state: ExecState, other: EnvCore) -> None:
         """A process cannot move to another sandbox: ``other`` replays this episode's
         actions in its fresh interpreter (exact for code that does not depend on time,
         randomness or the outside; see docs/snapshots.md). A warm spare that replayed a
         beginning of them in the background (:meth:`_prepare_fork`) replays the rest; one
         that replayed anything else is reset first."""
-        if not isinstance(other, PythonEnv):
+        if not isinstance(other, PythonCore):
             raise SnapshotError("a Python snapshot forks only into a Python environment")
         assert self.task is not None
         actions = self._replay_actions()
@@ -532,13 +520,13 @@ class PythonEnv(IntercodeEnv):
         return box is not None and box.alive
 
     def _detach_agent(self) -> Sandbox | None:
-        """The agent's sandbox, taken out (see :meth:`IntercodeEnv._detach_agent`)."""
+        """The agent's sandbox, taken out (see :meth:`EnvCore._detach_agent`)."""
         if self._booting or "agent" not in self._boxes:
             return None
         return self._boxes.pop("agent")
 
     def _adopt_agent(self, box: Sandbox) -> None:
-        """``box`` becomes the agent's sandbox (see :meth:`IntercodeEnv._adopt_agent`)."""
+        """``box`` becomes the agent's sandbox (see :meth:`EnvCore._adopt_agent`)."""
         self._boxes["agent"], self._booting = box, False
 
     def close(self) -> None:

@@ -10,12 +10,12 @@ agent acts. A gold that fails is a ``RewardError``, never an empty gold.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from intercode.datasets import Dataset, SqlTask, Task
 from intercode.envs import arguments
-from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
+from intercode.envs.core.base import EnvCore, Evaluation
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.errors import (
@@ -35,7 +35,7 @@ from intercode.sql.backend import SqlBackend, SqlLimits, SqlSession
 from intercode.sql.results import MAX_RESULT_CHARS, QueryResult
 from intercode.sql.store import SqlStore
 
-__all__ = ["SqlEnv"]
+__all__ = ["SqlCore"]
 
 # how a gold that failed because its session did (the server's fault) starts its error
 GOLD_SESSION_FAILED = "the gold's session failed"
@@ -106,28 +106,14 @@ class SqlState:
         self.session.release()
 
 
-class SqlEnv(IntercodeEnv):
-    """``gymnasium.make("intercode/sql-v0", dataset="spider-dev")``.
-
-    Args:
-        dataset: ``spider-dev``, ``wikisql-dev``, ``bird-dev`` (or
-            ``bird-dev-no-evidence``) or a loaded SQL dataset; its tasks name the dump
-            their databases come from and the metric that is their reward.
-        backend: ``"sqlite"`` (embedded, default), ``"mysql"`` (a MariaDB or MySQL
-            server given by ``mysql_url``), or a backend object.
-        limits: statement timeout and row limits.
-        metric: the Spider execution metric ``info["exec_match"]`` holds:
-            ``exec_match`` (the official evaluator with ``--keep_distinct``) or
-            ``exec_match_nodistinct`` (its default: ``DISTINCT`` deleted from both
-            queries, which run again on pristine copies when that changes them).
-        sandbox_backend: the sandbox backend the ``sqlite`` backend runs the agent's
-            statements in (see ``intercode.sandbox.BACKENDS``); ``bwrap`` by default.
-    """
+class SqlCore(EnvCore):
+    """The SQL environment without Gymnasium (see :class:`intercode.envs.sql.SqlEnv`,
+    this and :class:`~intercode.envs.base.EnvCore`)."""
 
     env_name = "sql"
 
     @classmethod
-    def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> SqlEnv:
+    def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> Self:
         """The SQL backend and server of the settings; the action time limit as SQL's."""
         defaults = SqlLimits()
         limits = SqlLimits(timeout=settings.limits.timeout,
@@ -332,9 +318,9 @@ class SqlEnv(IntercodeEnv):
         self._session("agent").load(state.session)
         self._last, self._last_sql = state.last, state.last_sql
 
-    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+    def transfer_state(self, state: ExecState, other: EnvCore) -> None:
         """``other``'s agent session in ``state``."""
-        if not isinstance(state, SqlState) or not isinstance(other, SqlEnv):
+        if not isinstance(state, SqlState) or not isinstance(other, SqlCore):
             raise SnapshotError("not a snapshot of a SQL environment")
         self._session("agent").transfer(state.session, other._session("agent"))
         other._last, other._last_sql = state.last, state.last_sql
@@ -345,12 +331,13 @@ class SqlEnv(IntercodeEnv):
         if self.backend.name == "sqlite":
             super()._refill_spare()
 
-    def sibling(self) -> SqlEnv:
-        """A new environment on this one's backend (its pristine images are reused)."""
+    def sibling(self) -> Self:
+        """A new environment of this class on this one's backend (its pristine images are
+        reused)."""
         args, kwargs = self._init_args
         if self.backend.name != "sqlite":
-            return SqlEnv(*args, **kwargs)
-        return SqlEnv(*args, **{**kwargs, "backend": self.backend})
+            return type(self)(*args, **kwargs)
+        return type(self)(*args, **{**kwargs, "backend": self.backend})
 
     def _agent_alive(self) -> bool:
         """Whether the agent session's engine runs (always, for the MySQL backend's)."""
@@ -359,7 +346,7 @@ class SqlEnv(IntercodeEnv):
 
     def _detach_agent(self) -> Sandbox | None:
         """The agent session's engine sandbox, taken out (SQLite's; see
-        :meth:`IntercodeEnv._detach_agent`)."""
+        :meth:`EnvCore._detach_agent`)."""
         detach = getattr(self._agent, "detach_box", None)
         return detach() if detach is not None else None
 

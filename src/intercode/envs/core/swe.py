@@ -25,13 +25,13 @@ import hashlib
 import os
 import shlex
 import time
-from typing import Any
+from typing import Any, Self
 
 from intercode.datasets import Dataset, Task
 from intercode.datasets.swe import SweTask
 from intercode.envs import arguments, sandbox_state
-from intercode.envs.base import Evaluation, IntercodeEnv
 from intercode.envs.bounds import NOTE_CHARS
+from intercode.envs.core.base import EnvCore, Evaluation
 from intercode.envs.info import ActionInfo
 from intercode.envs.settings import EnvSettings
 from intercode.errors import (
@@ -51,7 +51,7 @@ from intercode.sandbox.limits import Limits, MiB
 from intercode.swe import build, grading, images, patches, specs
 from intercode.swe.repos import TESTBED
 
-__all__ = ["SweEnv"]
+__all__ = ["SweCore"]
 
 DEFAULT_TEST_TIMEOUT = 900.0
 DIFF_TIMEOUT = 120.0
@@ -72,26 +72,14 @@ code=$?; rm -f "$scratch"; exit $code
 """
 
 
-class SweEnv(IntercodeEnv):
-    """``gymnasium.make("intercode/swe-v0", dataset="swe-demo")``.
-
-    Args:
-        dataset: ``swe-demo``, ``ic-swe-bench``, a file of SWE-bench instances, or a
-            loaded :class:`~intercode.datasets.Dataset`.
-        limits: the agent's sandbox limits (per action).
-        backend: the sandbox backend (``bwrap`` or ``docker``).
-        repo_mirror: a folder of local clones (offline; see :mod:`intercode.swe.repos`);
-            default ``$INTERCODE_REPO_MIRROR``.
-        test_timeout: seconds the test command may run when scoring (default 900).
-        image: a prebuilt image per instance, by pattern (``{instance_id}``,
-            ``{docker_id}``; an instance's own ``image`` field comes first): see
-            :mod:`intercode.swe.images`. Without one, environments are built here.
-    """
+class SweCore(EnvCore):
+    """The SWE environment without Gymnasium (see :class:`intercode.envs.swe.SweEnv`,
+    this and :class:`~intercode.envs.base.EnvCore`)."""
 
     env_name = "swe"
 
     @classmethod
-    def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> SweEnv:
+    def from_settings(cls, dataset: str | Dataset, settings: EnvSettings) -> Self:
         """Limits, backend, repository mirror and test time of the settings."""
         return cls(dataset, limits=settings.limits, backend=settings.sandbox,
                    repo_mirror=settings.repo_mirror, test_timeout=settings.test_timeout,
@@ -344,9 +332,9 @@ class SweEnv(IntercodeEnv):
         self._last = None
         self.restore_note = loaded.note()
 
-    def transfer_state(self, state: ExecState, other: IntercodeEnv) -> None:
+    def transfer_state(self, state: ExecState, other: EnvCore) -> None:
         """``other``'s agent sandbox in ``state``."""
-        if not isinstance(other, SweEnv):
+        if not isinstance(other, SweCore):
             raise SnapshotError("a SWE snapshot forks only into a SWE environment")
         if other._box_layout != self._box_layout:
             raise SnapshotError("a SWE snapshot forks only into an environment on the same "

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from intercode.envs.base import IntercodeEnv
+from intercode.envs.core.base import EnvCore
 from intercode.envs.factory import make_env as create_env
 from intercode.envs.settings import EnvSettings
 from intercode.errors import IntercodeError
@@ -27,7 +28,7 @@ class EpisodeActor:
     def __init__(self, spec: WorkerSpec, worker_id: int) -> None:
         self.spec = spec
         self.worker_id = worker_id
-        self.env: IntercodeEnv | None = None
+        self.env: EnvCore | None = None
         self.policy: Any = None
 
     def start(self) -> dict[str, Any]:
