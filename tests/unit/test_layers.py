@@ -10,6 +10,7 @@ whole into the sandbox, and imports nothing of the host (its own contract).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -30,10 +31,18 @@ def test_the_layer_contracts_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     from importlinter.cli import lint_imports
 
     monkeypatch.chdir(ROOT)
-    # the report (each import that breaks a contract, with its line) goes to the captured
-    # output pytest shows with the failure
-    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_logo=True,
-                        cache_dir=None) == 0, "an import breaks a layer contract (see above)"
+    # import-linter configures logging as it starts, which disables every logger that
+    # exists then: put them back, or a later test of this process sees no warning logged
+    loggers = [lg for lg in logging.root.manager.loggerDict.values()
+               if isinstance(lg, logging.Logger) and not lg.disabled]
+    try:
+        # the report (each import that breaks a contract, with its line) goes to the
+        # captured output pytest shows with the failure
+        assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_logo=True,
+                            cache_dir=None) == 0, "an import breaks a layer contract (see above)"
+    finally:
+        for logger in loggers:
+            logger.disabled = False
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
