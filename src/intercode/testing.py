@@ -75,6 +75,10 @@ def check_spec(name: str) -> Benchmark:
     _check(isinstance(cls, type) and issubclass(cls, IntercodeEnv),
            f"{name}: env {benchmark.env!r} is not an IntercodeEnv subclass")
     _check(cls.env_name == name, f"{name}: {cls.__name__}.env_name is {cls.env_name!r}")
+    if benchmark.core is not None:  # what a run's workers build instead: the same workings
+        core = benchmark.core_class()
+        _check(isinstance(core, type) and issubclass(cls, core),
+               f"{name}: env {cls.__name__} is not a subclass of its core {benchmark.core!r}")
     for dataset in benchmark.datasets:
         if dataset != small_dataset(name):
             try:

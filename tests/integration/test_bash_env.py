@@ -141,3 +141,21 @@ def test_episodes_leave_no_events_queued_on_the_host(env):
     channel = env._agent._channel
     assert [e for e in channel.events if e.get("ev") == "frozen"] == []
     assert len(channel.events) <= 1
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_a_fork_draws_the_same_tasks_as_its_parent(seed):
+    """``fork()`` copies the random generator (made on the spot if the parent had none),
+    as Gymnasium's setter does: the fork's ``np_random_seed`` is -1."""
+    env = BashEnv("bash-demo")
+    try:
+        env.reset(seed=seed) if seed is not None else env.reset(options={"task": 0})
+        fork = env.fork()
+        try:
+            assert fork.np_random_seed == -1
+            draws = [[e.reset()[1]["task"] for _ in range(6)] for e in (env, fork)]
+            assert draws[0] == draws[1]
+        finally:
+            fork.close()
+    finally:
+        env.close()

@@ -204,7 +204,9 @@ def test_a_gold_that_shows_when_its_sandbox_started_is_never_stored(cache):
             env.reset(options={"task": task})
             observation = env.step(env.task.gold)[0]
             assert re.search(r" \d\d:\d\d \.$", observation.strip())  # a time of day
-            assert env.evaluate().reward == 1.0
+            # the gold runs (in a sandbox of its own, started now: its date may be
+            # another minute's, so the reward is not always 1.0) and is never stored
+            assert env.evaluate().info["gold_exit_code"] == 0
         assert entries(cache) == []
     finally:
         for env in envs:

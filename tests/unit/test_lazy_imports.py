@@ -182,3 +182,48 @@ def test_the_public_environments_are_their_cores_as_gymnasium_envs() -> None:
         assert issubclass(cls, core) and issubclass(cls, gym.Env)
         assert issubclass(core, EnvCore) and not issubclass(core, gym.Env)
         assert cls.__init__ is core.__init__  # the same arguments, the same checks
+        # nothing of the public class's own that a run's worker (the core) would lack
+        assert set(vars(cls)) <= {"__module__", "__doc__", "__qualname__", "__parameters__",
+                                  "__orig_bases__", "__abstractmethods__", "_abc_impl"}
+
+
+@pytest.mark.parametrize("env", ["bash", "sql", "python", "ctf", "swe"])
+def test_a_runs_worker_builds_the_core(env: str) -> None:
+    """What a worker builds (``runner.worker.make_env``), in a fresh interpreter: the
+    benchmark's core, with neither Gymnasium nor numpy loaded."""
+    out = fresh(f"""
+import json, sys
+from intercode.benchmarks import get
+from intercode.runner.worker import WorkerSpec, make_env
+env = make_env(WorkerSpec(env={env!r}, dataset=get({env!r}).default_dataset, agent="gold"))
+try:
+    print(json.dumps([type(env).__name__, [m for m in {list(HEAVY)!r} if m in sys.modules]]))
+finally:
+    env.close()
+""")
+    name, loaded = json.loads(out)
+    assert name == f"{env.capitalize()}Core" and loaded == []
+
+
+def test_a_plugins_worker_gets_numpy_on_one_thread_whichever_server_forked_it() -> None:
+    """A worker whose environment has no core (a plugin's gymnasium.Env) imports numpy
+    with its math library on one thread even when its fork server did not (one started
+    for a built-in benchmark by an earlier run of the same process); a built-in
+    benchmark's worker imports no numpy."""
+    pytest.importorskip("intercode_node", reason="the example plugin is not installed")
+    pytest.importorskip("threadpoolctl")
+    code = """
+import json, sys
+from threadpoolctl import threadpool_info
+from intercode.runner.worker import WorkerSpec, _one_math_thread
+_one_math_thread(WorkerSpec(env={env!r}, dataset="unused", agent="gold"))
+blas = sorted({{i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}})
+print(json.dumps(["numpy" in sys.modules, blas]))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    for name, expected in (("bash", [False, []]), ("node", [True, [1]])):
+        proc = subprocess.run([sys.executable, "-c", code.format(env=name)], env={
+            **env, "PYTHONPATH": os.pathsep.join(filter(None, [SRC, env.get("PYTHONPATH")]))},
+            capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == expected

@@ -106,6 +106,7 @@ def test_a_sound_benchmark_passes(toy):
     (WrongQuery, {}, "query"),
     (NoTurnCount, {}, "turn 1"),
     (ToyEnv, {"echo": "shout {text}"}, "printed"),
+    (ToyEnv, {"core": RewardTooBig}, "not a subclass of its core"),  # runs would score it
 ])
 def test_a_broken_benchmark_fails_with_a_clear_message(toy, env, changes, message):
     with pytest.raises(AssertionError, match=re.escape(message)):

@@ -9,10 +9,9 @@ this one.
 
 from __future__ import annotations
 
-from typing import Any
-
 import gymnasium as gym
 
+from intercode.datasets import Dataset
 from intercode.envs.bounds import MAX_ACTION
 from intercode.envs.core.base import EnvCore, Evaluation, not_picklable
 from intercode.envs.spaces import AnyText
@@ -23,8 +22,8 @@ __all__ = ["Evaluation", "IntercodeEnv", "not_picklable"]
 class IntercodeEnv(EnvCore, gym.Env[str, str]):
     """Base of the intercode environments (text actions, text observations)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, dataset: str | Dataset, render_mode: str | None = None) -> None:
+        super().__init__(dataset, render_mode=render_mode)
         self.action_space = AnyText(max_length=MAX_ACTION, min_length=1)
 
     def _limit_observations(self, chars: int) -> None:

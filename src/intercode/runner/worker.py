@@ -5,8 +5,10 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import import_module
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +152,7 @@ def _serve(spec: WorkerSpec, conn: Connection, worker_id: int, parent: int) -> N
     env: EnvCore | None = None
     try:
         _watch_parent(parent)
+        _one_math_thread(spec)
         policy = make_policy(spec)
         env = make_env(spec)
         env.warm_up()
@@ -168,6 +171,16 @@ def _serve(spec: WorkerSpec, conn: Connection, worker_id: int, parent: int) -> N
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if env is not None:
             _close_quietly(env)
+
+
+def _one_math_thread(spec: WorkerSpec) -> None:
+    """For a plugin's environment (a ``gymnasium.Env``, no core): numpy imported with its
+    math library on one thread, as a fork server started for that benchmark does; one
+    started for a built-in benchmark (by an earlier run of this process) imported none."""
+    from intercode.benchmarks import get
+
+    if "numpy" not in sys.modules and get(spec.env).core is None:
+        import_module("intercode.runner.onethread")
 
 
 def _send_fatal(conn: Connection, exc: Exception) -> None:

@@ -4,7 +4,7 @@ Subclasses load a task, execute an action, and evaluate the current state; this
 class picks tasks (by option or seeded random), counts turns, handles ``submit``
 and ``skip``, and builds ``info``. It has Gymnasium's ``reset``/``step``/``close``
 interface and seeding, but neither its base class nor its spaces:
-:class:`intercode.envs.base.EnvCore` adds them (the public environments, e.g.
+:class:`intercode.envs.base.IntercodeEnv` adds them (the public environments, e.g.
 ``BashEnv``, are both). A run's workers use the environments' cores (``BashCore``,
 ...), which import neither Gymnasium nor numpy: a worker starts without them.
 """
@@ -409,8 +409,7 @@ class EnvCore:
                 other.turn, other.done, other.history = turn, done, history
                 other.reward_mode = self.reward_mode
                 other.__dict__["_baselines"] = self.__dict__.setdefault("_baselines", {})
-                other._np_random = copy.deepcopy(self._np_random)
-                other._np_random_seed = self._np_random_seed
+                other.np_random = copy.deepcopy(self.np_random)
             except BaseException:
                 if into is None:
                     other.close()
@@ -570,7 +569,12 @@ def _seeded(seed: int | None) -> tuple[Any, int]:
 
 
 def not_picklable(env: EnvCore) -> str:
-    """Why a live environment cannot be pickled, and what to ship instead."""
+    """Why a live environment cannot be pickled, and what to ship instead (a Gymnasium
+    environment's spec, or any environment's constructor arguments)."""
+    if not hasattr(env, "spec"):  # a core: no Gymnasium spec
+        return (f"a live {type(env).__name__} holds sandboxes (running processes and "
+                "connections) and cannot be pickled or copied; pass its class and its "
+                "constructor's arguments instead, and build it where it runs")
     return (f"a live {type(env).__name__} holds sandboxes (running processes and "
             "connections) and cannot be pickled or copied; pass its spec or its constructor's "
             "arguments instead: env.spec pickles, and gymnasium.make(spec) (or "

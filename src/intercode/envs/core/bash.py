@@ -77,7 +77,7 @@ def task_fs(task: BashTask) -> FileTree:
 
 class BashCore(EnvCore):
     """The Bash environment without Gymnasium (see :class:`intercode.envs.bash.BashEnv`,
-    this and :class:`~intercode.envs.base.EnvCore`)."""
+    this and :class:`~intercode.envs.base.IntercodeEnv`)."""
 
     env_name = "bash"
 

@@ -68,7 +68,7 @@ def task_tree(task: CtfTask, crypto_alias: bool = False) -> FileTree:
 
 class CtfCore(EnvCore):
     """The CTF environment without Gymnasium (see :class:`intercode.envs.ctf.CtfEnv`,
-    this and :class:`~intercode.envs.base.EnvCore`)."""
+    this and :class:`~intercode.envs.base.IntercodeEnv`)."""
 
     env_name = "ctf"
 

@@ -80,7 +80,7 @@ SPENT = ("the Python interpreter could not be restarted in this sandbox (a proce
 
 class PythonCore(EnvCore):
     """The Python environment without Gymnasium (see :class:`intercode.envs.python.PythonEnv`,
-    this and :class:`~intercode.envs.base.EnvCore`)."""
+    this and :class:`~intercode.envs.base.IntercodeEnv`)."""
 
     env_name = "python"
 

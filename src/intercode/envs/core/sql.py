@@ -108,7 +108,7 @@ class SqlState:
 
 class SqlCore(EnvCore):
     """The SQL environment without Gymnasium (see :class:`intercode.envs.sql.SqlEnv`,
-    this and :class:`~intercode.envs.base.EnvCore`)."""
+    this and :class:`~intercode.envs.base.IntercodeEnv`)."""
 
     env_name = "sql"
 

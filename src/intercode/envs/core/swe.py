@@ -74,7 +74,7 @@ code=$?; rm -f "$scratch"; exit $code
 
 class SweCore(EnvCore):
     """The SWE environment without Gymnasium (see :class:`intercode.envs.swe.SweEnv`,
-    this and :class:`~intercode.envs.base.EnvCore`)."""
+    this and :class:`~intercode.envs.base.IntercodeEnv`)."""
 
     env_name = "swe"
 
