@@ -101,8 +101,8 @@ class Benchmark:
     ``env`` is the class or its import path (``"package.module:Class"``, loaded on first
     use); ``core`` (optional, the same kinds) is that class's workings without Gymnasium,
     which a run's workers build instead so that they start without importing it (see
-    :mod:`intercode.envs.core`; ``None``: the workers build ``env``); ``datasets`` maps each dataset name to its loader (``name -> Dataset``, or
-    ``"module:function"``). ``gold_action`` is the action that hands in a task's gold
+    :mod:`intercode.envs.core`; ``None``: the workers build ``env``); ``datasets`` maps
+    each dataset name to its loader (``name -> Dataset``, or ``"module:function"``). ``gold_action`` is the action that hands in a task's gold
     (the code itself; CTF: ``submit <flag>``), ``gold_submit`` the action after it
     (``submit``; Python: ``submit <function>``). ``options`` lists the settings of
     :data:`OPTIONS` this environment takes. ``play_dataset`` is the dataset ``play``
@@ -186,10 +186,14 @@ class Benchmark:
         """The environment class (imported on first use)."""
         return resolve(self.env)  # type: ignore[no-any-return]
 
+    @property
+    def worker_env(self) -> type[EnvCore] | str:
+        """What a run's workers build: :attr:`core` if given, else :attr:`env`."""
+        return self.core if self.core is not None else self.env
+
     def core_class(self) -> type[EnvCore]:
-        """The class a run's workers build: :attr:`core` if given, else the environment
-        class (imported on first use)."""
-        return resolve(self.core if self.core is not None else self.env)  # type: ignore[no-any-return]
+        """The class a run's workers build (:attr:`worker_env`, imported on first use)."""
+        return resolve(self.worker_env)  # type: ignore[no-any-return]
 
     def loader(self, dataset: str) -> Callable[[str], Dataset]:
         """The loader of one of this benchmark's datasets."""

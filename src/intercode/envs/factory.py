@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from intercode.datasets.tasks import Dataset
 from intercode.envs.settings import EnvSettings
@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from intercode.envs.core.base import EnvCore
 
 __all__ = ["create_env", "make_core_env", "make_env"]
+
+E = TypeVar("E", bound="EnvCore")
 
 
 def create_env(env: str, dataset: str | Dataset, limits: Limits | None = None,
@@ -28,9 +30,7 @@ def make_env(env: str, dataset: str | Dataset, settings: EnvSettings) -> Interco
     """An unwrapped environment of the registered benchmark ``env``."""
     from intercode.benchmarks import get
 
-    made = get(env).env_class().from_settings(dataset, settings)
-    made.set_reward_mode(settings.reward)
-    return made
+    return _built(get(env).env_class(), dataset, settings)
 
 
 def make_core_env(env: str, dataset: str | Dataset, settings: EnvSettings) -> EnvCore:
@@ -38,6 +38,10 @@ def make_core_env(env: str, dataset: str | Dataset, settings: EnvSettings) -> En
     class without Gymnasium where it has one (:attr:`Benchmark.core`)."""
     from intercode.benchmarks import get
 
-    made = get(env).core_class().from_settings(dataset, settings)
+    return _built(get(env).core_class(), dataset, settings)
+
+
+def _built(cls: type[E], dataset: str | Dataset, settings: EnvSettings) -> E:
+    made = cls.from_settings(dataset, settings)
     made.set_reward_mode(settings.reward)
     return made

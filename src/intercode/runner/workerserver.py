@@ -137,8 +137,7 @@ def _env_module(env: str) -> list[str]:
     from intercode.benchmarks import get
 
     try:
-        benchmark = get(env)
-        target = benchmark.core if benchmark.core is not None else benchmark.env
+        target = get(env).worker_env
     except Exception:  # an unknown benchmark: the worker reports it
         return []
     if isinstance(target, str):
