@@ -369,6 +369,23 @@ def test_bit_identical_to_scikit_learn() -> None:
     assert not differ, f"{len(differ)} pairs differ in the last bits, e.g. {differ[:5]}"
 
 
+def test_a_text_with_itself_is_bit_identical_to_scikit_learn_and_to_the_general_sum() -> None:
+    """Identical texts take a shorter path (one row): the very same float as the general
+    computation and as scikit-learn, on texts with repeated, re-cased and single words."""
+    from intercode.rewards.tfidf import _cosine
+
+    texts = [a for a, _ in RANDOM_PAIRS] + [b for _, b in BOUNDARY_PAIRS[:500]]
+    texts += ["", "a", "x y", "Hello hello HELLO world", "aa " * 7 + "bb " * 3 + "aa"]
+    differ = []
+    for text in texts:
+        expected = sklearn_similarity(text, text)
+        ours = tfidf_cosine(text, text)
+        if ours != _cosine(text, text) or (None if expected is None else float(expected)) != ours:
+            differ.append((text[:40], expected, ours, _cosine(text, text)))
+    assert not differ, f"{len(differ)} texts differ, e.g. {differ[:5]}"
+    assert sum(tfidf_cosine(t, t) not in (None, 1.0) for t in texts) > 0  # not all exact ones
+
+
 def test_tokens_match_scikit_learn_analyzer() -> None:
     analyze = TfidfVectorizer().build_analyzer()
     texts = {t for _, a, b in HAND_PICKED for t in (a, b)} | {

@@ -40,6 +40,13 @@ def tfidf_cosine(first: str, second: str) -> float | None:
 
     scikit-learn raises ``ValueError`` (empty vocabulary) in the ``None`` case.
     """
+    if first == second:  # (the common case of a solved task, done in half the work)
+        return _self_cosine(Counter(tokens(first)))
+    return _cosine(first, second)
+
+
+def _cosine(first: str, second: str) -> float | None:
+    """:func:`tfidf_cosine` of any two texts."""
     counts = (Counter(tokens(first)), Counter(tokens(second)))
     if not counts[0] and not counts[1]:
         return None
@@ -78,4 +85,22 @@ def answer_similarity(agent_output: str | None, gold_output: str | None) -> floa
     similarity = tfidf_cosine(agent_output, gold_output)
     if similarity is None:
         return 1.0 if agent_output == gold_output else 0.0
+    return similarity
+
+
+def _self_cosine(count: Counter[str]) -> float | None:
+    """:func:`tfidf_cosine` of a text with itself, with the same sums in the same order
+    (so the same float): both rows are the same, every idf is 1, and the product sums
+    the squares of the normalised row over the terms in order of first appearance."""
+    if not count:
+        return None
+    values = {term: float(n) * 1.0 for term, n in count.items()}
+    norm = 0.0
+    for value in values.values():
+        norm += value * value
+    norm = math.sqrt(norm)
+    row = [value / norm for value in values.values()]
+    similarity = 0.0
+    for value in row:
+        similarity += value * value
     return similarity
