@@ -20,7 +20,7 @@ import time
 from . import fsops, hashing
 from .fsops import ancestors, join
 
-__all__ = ["DIR", "FILE", "LINK", "TRUST_NS", "Tree", "ancestors", "kind_of"]
+__all__ = ["DIR", "FILE", "LINK", "TRUST_NS", "Tree", "ancestors", "kind_of", "vouch_ns"]
 
 DIR, FILE, LINK = "d", "f", "l"
 
@@ -45,6 +45,19 @@ def trust_ns():
 
 
 TRUST_NS = trust_ns()
+
+
+def vouch_ns():
+    """The time a record taken now vouches from: an entry whose ctime is before it is
+    trusted (see ``Tree._trusted``). It is the kernel's coarse clock, the one that stamps
+    files, read before the look: every later change is stamped at or after it, whatever
+    the clock's lag behind the precise one, so an entry stamped in an earlier tick is
+    trusted at once. Where that clock cannot be read: the precise clock less
+    :data:`TRUST_NS`."""
+    try:
+        return time.clock_gettime_ns(CLOCK_REALTIME_COARSE)
+    except (OSError, AttributeError):
+        return time.time_ns() - TRUST_NS
 
 
 _KINDS = {stat.S_IFDIR: DIR, stat.S_IFREG: FILE, stat.S_IFLNK: LINK}
@@ -269,7 +282,9 @@ class Tree(hashing.Hashing):
         self._switch(state)
         for rel, record in (reads or {}).items():
             if rel not in self.clean and state.get(rel) is record[3]:
-                self.clean[rel] = record[:3]
+                # (a snapshot's record holds when it was read: it vouches from
+                # TRUST_NS before, as the snapshot's own next look trusts it)
+                self.clean[rel] = (record[0], record[1], record[2] - TRUST_NS if record[2] else 0)
         try:
             return self.restore()
         finally:
@@ -320,10 +335,10 @@ class Tree(hashing.Hashing):
                 os.chmod(path, want[1])
                 os.utime(path, ns=(want[2], want[2]), follow_symlinks=False)
                 touched.append(rel)
-        now = time.time_ns()
+        vouch = vouch_ns()  # (read before the looks: see vouch_ns)
         for rel in touched:
             st = os.lstat(self.abspath(rel))
-            self.clean[rel] = (st.st_ino, st.st_ctime_ns, now)
+            self.clean[rel] = (st.st_ino, st.st_ctime_ns, vouch)
         self._empty_scratch()
         return stats
 
@@ -347,7 +362,7 @@ class Tree(hashing.Hashing):
                 record = clean.get(rel)
                 if (record is not None and record[0] == st.st_ino
                         and record[1] == st.st_ctime_ns
-                        and st.st_ctime_ns + TRUST_NS < record[2]):
+                        and st.st_ctime_ns < record[2]):
                     if st.st_atime_ns != st.st_mtime_ns and stat.S_ISREG(st.st_mode):
                         self._reset_atime(rel, st.st_mtime_ns, touched)
                     continue
@@ -480,10 +495,12 @@ class Tree(hashing.Hashing):
         return record is not None and record[0] == st.st_ino
 
     def _trusted(self, rel, st):
-        """Whether an entry is unchanged since the last restore, from its metadata alone."""
+        """Whether an entry is unchanged since the last restore, from its metadata alone:
+        the inode recorded, with the ctime recorded, stamped before the time the record
+        vouches from (see :func:`vouch_ns`; a change after it gets a ctime of its own)."""
         record = self.clean.get(rel)
         return (record is not None and record[0] == st.st_ino and record[1] == st.st_ctime_ns
-                and st.st_ctime_ns + TRUST_NS < record[2])
+                and st.st_ctime_ns < record[2])
 
     def _matches_pristine(self, rel, st):
         """Full comparison of an entry with its pristine state (xattrs included)."""
