@@ -223,3 +223,47 @@ def test_a_caller_runs_a_command_after_one_that_stopped_the_server(tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "refused 2" and lines[-1] == "ran 0", proc.stdout
+
+
+UNTRACKED = """
+import os, sys, time
+from intercode.runner import workerserver
+from multiprocessing import resource_tracker
+pid = workerserver.start("bash")
+time.sleep(0.5)
+children = []
+for entry in os.listdir("/proc"):
+    if entry.isdigit():
+        try:
+            stat = open("/proc/%s/stat" % entry).read()
+            cmdline = open("/proc/%s/cmdline" % entry, "rb").read()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+            children.append(b"resource_tracker" in cmdline)
+print(len(children), sum(children), os.readlink("/proc/self/fd/%d" % resource_tracker.getfd()))
+workerserver.stop(pid)
+"""
+
+
+def test_the_early_server_starts_no_resource_tracker() -> None:
+    """The fork server the command line starts comes without multiprocessing's resource
+    tracker (a whole interpreter at every run's busiest moment): its one child is the
+    server, and what the workers would report to the tracker goes to /dev/null."""
+    proc = subprocess.run([sys.executable, "-c", UNTRACKED], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "0", os.devnull]
+
+
+def test_a_process_with_a_resource_tracker_keeps_it(tmp_path: Path) -> None:
+    """A caller whose process already runs the tracker (it made a shared resource) keeps
+    it: only a process without one gets /dev/null."""
+    script = tmp_path / "kept.py"
+    script.write_text(UNTRACKED.replace(
+        "pid = workerserver.start", "resource_tracker.ensure_running()\npid = workerserver.start"))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    count, trackers, target = proc.stdout.split()
+    assert (count, trackers) == ("2", "1") and target != os.devnull

@@ -80,10 +80,27 @@ def start(env: str) -> int | None:
     ctx = worker_context(env, quiet_start=quiet)
     if ctx.get_start_method() != "forkserver":
         return None
+    _untracked()
     with signal_ignored(signal.SIGINT) if quiet else nullcontext():
         forkserver.ensure_running()
     pid = getattr(server, "_forkserver_pid", None)
     return pid if isinstance(pid, int) and pid != before else None
+
+
+def _untracked() -> None:
+    """Point this process's ``multiprocessing`` resource tracker at ``/dev/null`` instead
+    of letting the fork server start it: it is a whole interpreter (about 40 ms of CPU,
+    when the command line and the server's imports already compete for the cores), and
+    a run's workers make nothing it tracks (named semaphores, shared memory: they talk
+    over pipes). Only where this process has none yet and the tracker is the one known
+    (its descriptor and process unset): anything else is left to start as usual."""
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    if tracker is None or getattr(tracker, "_fd", 0) is not None or getattr(
+            tracker, "_pid", 0) is not None:
+        return
+    tracker._fd = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
 
 
 def stop(pid: int) -> None:
