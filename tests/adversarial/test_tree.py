@@ -470,3 +470,80 @@ def test_a_quirks_baseline_is_not_a_scoring_nor_kept_across_borrowers():
         assert rewards == [1.0, 1.0]
     finally:
         pool.close()
+
+
+# A write through a shared mapping of a tmpfs file whose page a read faulted in first:
+# tmpfs asks for no notice of a page's first write, so the page is mapped writable at
+# once and the write moves no time of the file (neither its ctime nor its mtime).
+MAPPED_WRITE = (
+    "import mmap, os\n"
+    "fd = os.open('/testbed/hello.c', os.O_RDWR | os.O_NOATIME)\n"
+    "m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)\n"
+    "m[0]\n"
+    "m[0:5] = b'OWNED'\n"
+    "m.close()\n"
+    "os.close(fd)\n"
+)
+
+
+def test_a_write_through_a_shared_mapping_does_not_outlive_the_episode(env, pristine):
+    """The file keeps the ctime the last restore recorded, so a restore that trusted its
+    record kept the agent's bytes into every later episode: the restore reads the bytes
+    of every file that such a mapping could have written."""
+    import time
+
+    env.reset(options={"task": OUTPUT_TASK})
+    time.sleep(0.05)  # past the trust margin: this reset's record of the file is trusted
+    env.reset(options={"task": OUTPUT_TASK})
+    box = env._sandbox("agent")
+    before = box.run("stat -c %Z.%z /testbed/hello.c").output
+    assert box.run(py(MAPPED_WRITE)).exit_code == 0
+    assert box.run("head -c 5 /testbed/hello.c").output == "OWNED"
+    if box.run("stat -c %Z.%z /testbed/hello.c").output != before:
+        pytest.skip("this kernel moves the ctime of a file written through a mapping")
+    env.step("submit")
+    assert_next_episode_clean(env, pristine, OUTPUT_TASK)
+
+
+def test_a_restore_reads_the_bytes_of_a_trusted_file(tmp_path):
+    """The same on a tree of its own (tmpfs, as the sandbox's): a file written through a
+    mapping after a read fault, trusted by the restore's record, is written back."""
+    import mmap
+    import tempfile
+    import time
+
+    from intercode.sandbox.inbox.tree import FILE, Tree
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm (a tmpfs) to make the tree in")
+    root = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        tree = Tree(root)
+        tree.set_base([])
+        tree.load([("w", "d", 0o755, 10**18, None),
+                   ("w/a.txt", FILE, 0o644, 10**18, b"alpha\n"),
+                   ("w/ro.txt", FILE, 0o444, 10**18, b"read-only\n"),
+                   ("w/empty", FILE, 0o644, 10**18, b"")])
+        path = os.path.join(root, "w", "a.txt")
+        time.sleep(0.05)  # past the trust margin: the restore's records are trusted
+        assert tree.restore() == {"deleted": 0, "written": 0}
+        assert tree._trusted("w/a.txt", os.lstat(path))
+        ctime = os.lstat(path).st_ctime_ns
+        fd = os.open(path, os.O_RDWR)
+        try:
+            mapped = mmap.mmap(fd, 6, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            assert mapped[0] == ord("a")
+            mapped[0:6] = b"OWNED\n"
+            mapped.close()
+        finally:
+            os.close(fd)
+        if os.lstat(path).st_ctime_ns != ctime:
+            pytest.skip("this file system moves the ctime of a file written through a mapping")
+        assert tree._trusted("w/a.txt", os.lstat(path))  # what the record alone says
+        assert tree.restore() == {"deleted": 0, "written": 1}
+        with open(path, "rb") as f:
+            assert f.read() == b"alpha\n"
+    finally:
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)

@@ -61,6 +61,12 @@ def vouch_ns():
 
 
 _KINDS = {stat.S_IFDIR: DIR, stat.S_IFREG: FILE, stat.S_IFLNK: LINK}
+# a trusted file read for its bytes (see Tree._same_bytes): never through a link, never
+# blocking (a FIFO put in its place has another inode: it is not trusted), and without
+# moving its access time (the owner may ask that: the supervisor is the owner)
+NOATIME = getattr(os, "O_NOATIME", 0)
+SAME_BYTES_FLAGS = (os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+                    | NOATIME)
 
 
 def kind_of(mode):
@@ -355,6 +361,7 @@ class Tree(hashing.Hashing):
         """
         touched = []
         clean = self.clean
+        pristine = self.pristine
         for rel in self._pristine_order():
             st = None if rel in doomed else current.get(rel)
             if st is not None:
@@ -363,6 +370,18 @@ class Tree(hashing.Hashing):
                 if (record is not None and record[0] == st.st_ino
                         and record[1] == st.st_ctime_ns
                         and st.st_ctime_ns < record[2]):
+                    want = pristine[rel]
+                    same, read = self._same_bytes(rel, want) if want[0] == FILE else (True, False)
+                    if not same:  # written through a shared mapping: no time of it moved
+                        self._unlocked(rel, dirty)
+                        self._create(rel, *want, exists=True)
+                        stats["written"] += 1
+                        touched.append(rel)
+                        continue
+                    if read:  # read where O_NOATIME was refused: its access time back
+                        self._reset_moved_atime(rel)
+                        touched.append(rel)
+                        continue
                     if st.st_atime_ns != st.st_mtime_ns and stat.S_ISREG(st.st_mode):
                         self._reset_atime(rel, st.st_mtime_ns, touched)
                     continue
@@ -390,6 +409,41 @@ class Tree(hashing.Hashing):
             if kind == DIR:
                 dirty.add(rel)
         return touched
+
+    def _same_bytes(self, rel, want):
+        """Whether a trusted file (its inode, ctime and so its size and modes as
+        recorded) still holds the pristine bytes ``want[3]``, and whether reading them
+        may have moved its access time (``(same, moved)``).
+
+        A write through a shared writable mapping of a tmpfs file sets no time at all
+        once its page is mapped writable, which a read fault already does (tmpfs asks
+        for no notice of a page's first write): the file keeps the ctime a record
+        vouches for. Such a mapping needs the file open for reading and writing, so a
+        file whose pristine mode lacks either of the owner's bits (the agent would have
+        to change the mode first, which moves the ctime) or that is empty (a mapping
+        cannot grow a file) is not read.
+        """
+        payload = want[3]
+        if not payload or want[1] & 0o600 != 0o600:
+            return True, False
+        path = self.abspath(rel)
+        moved = False
+        try:
+            fd = os.open(path, SAME_BYTES_FLAGS)
+        except PermissionError:  # O_NOATIME, where we are not the owner
+            moved = True
+            try:
+                fd = os.open(path, SAME_BYTES_FLAGS & ~NOATIME)
+            except OSError:
+                return False, moved
+        except OSError:
+            return False, moved
+        try:
+            return os.read(fd, len(payload) + 1) == payload, moved
+        except OSError:
+            return False, moved
+        finally:
+            os.close(fd)
 
     def _reset_atime(self, rel, mtime_ns, touched):
         """Give an unchanged pristine file its access time back (a read moved it: the
