@@ -547,3 +547,114 @@ def test_a_restore_reads_the_bytes_of_a_trusted_file(tmp_path):
         import shutil
 
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Bytes written through a shared mapping after the end of a file, in the page that holds
+# its end: no fault comes before the page's end, ``read`` never shows them, and on tmpfs
+# they stay (growing the file makes them its content). Python's mmap will not map past
+# the end of a file: ctypes does.
+PAST_THE_END = (
+    "import ctypes, mmap, os\n"
+    "libc = ctypes.CDLL(None)\n"
+    "libc.mmap.restype = ctypes.c_void_p\n"
+    "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,\n"
+    "                      ctypes.c_int, ctypes.c_long]\n"
+    "fd = os.open('/testbed/hello.c', os.O_RDWR | os.O_NOATIME)\n"
+    "size = os.fstat(fd).st_size\n"
+    "addr = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)\n"
+    "page = (ctypes.c_char * 4096).from_address(addr)\n"
+    "page[0]\n"
+    "page[size + 1:size + 8] = b'STASHED'\n"
+)
+# ... and what the page holds after the end, read through a mapping (which moves nothing)
+PEEK = (
+    "import ctypes, mmap, os\n"
+    "libc = ctypes.CDLL(None)\n"
+    "libc.mmap.restype = ctypes.c_void_p\n"
+    "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,\n"
+    "                      ctypes.c_int, ctypes.c_long]\n"
+    "fd = os.open('/testbed/hello.c', os.O_RDONLY | os.O_NOATIME)\n"
+    "size = os.fstat(fd).st_size\n"
+    "addr = libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)\n"
+    "print(ctypes.string_at(addr + size, 4096 - size).strip(bytes(1)))\n"
+)
+
+
+def test_bytes_past_the_end_of_a_file_do_not_outlive_the_episode(env, pristine):
+    """The next episode's copy of the file has nothing after its end, however it looks
+    (growing the file, as ``truncate`` does, shows the page's rest)."""
+    import time
+
+    env.reset(options={"task": OUTPUT_TASK})
+    time.sleep(0.05)  # past the trust margin: this reset's record of the file is trusted
+    env.reset(options={"task": OUTPUT_TASK})
+    box = env._sandbox("agent")
+    before = box.run("stat -c %Y.%Z /testbed/hello.c").output
+    assert box.run(py(PAST_THE_END)).exit_code == 0
+    assert box.run(py(PEEK)).output == "b'STASHED'\n"
+    assert box.run("stat -c %Y.%Z /testbed/hello.c").output == before
+    env.step("submit")
+    env.reset(options={"task": OUTPUT_TASK})
+    assert box.run(py(PEEK)).output == "b''\n"
+    assert "STASHED" not in box.run("truncate -s 4096 /testbed/hello.c; cat /testbed/hello.c"
+                                    ).output
+    env.step("submit")
+    assert_next_episode_clean(env, pristine, OUTPUT_TASK)
+
+
+def test_a_restore_writes_anew_a_file_with_bytes_past_its_end(tmp_path):
+    """On a tree of its own (tmpfs): the file reads as pristine, its inode and times are
+    the recorded ones, yet its last page holds bytes after its end; the restore writes
+    it anew, trusted or not."""
+    import ctypes
+    import mmap
+    import shutil
+    import tempfile
+    import time
+
+    from intercode.sandbox.inbox import fsops
+    from intercode.sandbox.inbox.tree import FILE, Tree
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm (a tmpfs) to make the tree in")
+    libc = ctypes.CDLL(None)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    root = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        tree = Tree(root)
+        tree.set_base([])
+        tree.load([("w", "d", 0o755, 10**18, None), ("w/a.txt", FILE, 0o644, 10**18, b"alpha\n")])
+        path = os.path.join(root, "w", "a.txt")
+        for trusted in (True, False):
+            time.sleep(0.05)  # past the trust margin: the restore's records are trusted
+            tree.restore()
+            ino = os.lstat(path).st_ino
+            if not trusted:  # the mode changed and back: the ctime moved
+                os.chmod(path, 0o600)
+                os.chmod(path, 0o644)
+            fd = os.open(path, os.O_RDWR)
+            try:
+                addr = libc.mmap(None, fsops.PAGE, mmap.PROT_READ | mmap.PROT_WRITE,
+                                 mmap.MAP_SHARED, fd, 0)
+                page = (ctypes.c_char * fsops.PAGE).from_address(addr)
+                assert page[0] == b"a"
+                page[7:14] = b"STASHED"
+                libc.munmap(addr, fsops.PAGE)
+                assert not fsops.tail_is_clear(fd, 6)
+            finally:
+                os.close(fd)
+            with open(path, "rb") as f:
+                assert f.read() == b"alpha\n"
+            assert tree._trusted("w/a.txt", os.lstat(path)) == trusted
+            assert tree.restore()["written"] == 1
+            assert os.lstat(path).st_ino != ino
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                assert fsops.tail_is_clear(fd, 6)
+            finally:
+                os.close(fd)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -135,6 +135,57 @@ def scan_fd(fd):
     return found
 
 
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_ZEROS = bytes(PAGE)
+_libc = []  # (see _mapper)
+
+
+def tail_is_clear(fd, size):
+    """Whether the bytes after the end of the open regular file ``fd`` (of ``size``
+    bytes), in the memory page that holds its end, are zeros.
+
+    A shared writable mapping can write there (no fault past the end of a file comes
+    before the end of its last page), out of reach of ``read``, and on tmpfs the bytes
+    stay: a later mapping shows them, and growing the file (``truncate``) makes them its
+    content. Only that page: a mapping's fault past it is a SIGBUS. Looked at through a
+    private read-only mapping (no shared one: nothing here writes), so ``False`` also
+    when it cannot be mapped: the caller then writes the file anew.
+    """
+    rest = size % PAGE
+    if not rest:
+        return True
+    libc = _mapper()
+    if libc is None:
+        return False
+    import ctypes
+    import mmap
+
+    addr = libc.mmap(None, PAGE, mmap.PROT_READ, mmap.MAP_PRIVATE, fd, size - rest)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        return False
+    try:
+        return ctypes.string_at(addr + rest, PAGE - rest) == _ZEROS[rest:]
+    finally:
+        libc.munmap(ctypes.c_void_p(addr), PAGE)
+
+
+def _mapper():
+    """The C library with ``mmap`` and ``munmap`` typed (loaded once), or ``None``."""
+    if not _libc:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.mmap.restype = ctypes.c_void_p
+            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                  ctypes.c_int, ctypes.c_int, ctypes.c_long]
+            libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        except (OSError, AttributeError):
+            libc = None
+        _libc.append(libc)
+    return _libc[0]
+
+
 def _same(a, b):
     return a.st_dev == b.st_dev and a.st_ino == b.st_ino
 

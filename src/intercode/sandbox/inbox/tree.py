@@ -439,7 +439,8 @@ class Tree(hashing.Hashing):
         except OSError:
             return False, moved
         try:
-            return os.read(fd, len(payload) + 1) == payload, moved
+            return (os.read(fd, len(payload) + 1) == payload
+                    and fsops.tail_is_clear(fd, len(payload))), moved
         except OSError:
             return False, moved
         finally:
@@ -572,10 +573,11 @@ class Tree(hashing.Hashing):
             if kind == FILE:
                 grants = fsops.Grants()
                 try:
-                    return (st.st_size == len(payload)
-                            and fsops.read_file(path, st, grants) == payload)
+                    if st.st_size != len(payload) or fsops.read_file(path, st, grants) != payload:
+                        return False
                 finally:
                     grants.revert()
+                return self._same_bytes(rel, (kind, mode | 0o600, mtime_ns, payload))[0]
         except OSError:
             return False
         return True
