@@ -486,16 +486,22 @@ MAPPED_WRITE = (
 )
 
 
+def trusted_episode(env):
+    """An episode of the output task whose reset trusts its record of ``hello.c`` (taken
+    past the trust margin); its agent sandbox."""
+    import time
+
+    env.reset(options={"task": OUTPUT_TASK})
+    time.sleep(0.05)
+    env.reset(options={"task": OUTPUT_TASK})
+    return env._sandbox("agent")
+
+
 def test_a_write_through_a_shared_mapping_does_not_outlive_the_episode(env, pristine):
     """The file keeps the ctime the last restore recorded, so a restore that trusted its
     record kept the agent's bytes into every later episode: the restore reads the bytes
     of every file that such a mapping could have written."""
-    import time
-
-    env.reset(options={"task": OUTPUT_TASK})
-    time.sleep(0.05)  # past the trust margin: this reset's record of the file is trusted
-    env.reset(options={"task": OUTPUT_TASK})
-    box = env._sandbox("agent")
+    box = trusted_episode(env)
     before = box.run("stat -c %Z.%z /testbed/hello.c").output
     assert box.run(py(MAPPED_WRITE)).exit_code == 0
     assert box.run("head -c 5 /testbed/hello.c").output == "OWNED"
@@ -583,12 +589,7 @@ PEEK = (
 def test_bytes_past_the_end_of_a_file_do_not_outlive_the_episode(env, pristine):
     """The next episode's copy of the file has nothing after its end, however it looks
     (growing the file, as ``truncate`` does, shows the page's rest)."""
-    import time
-
-    env.reset(options={"task": OUTPUT_TASK})
-    time.sleep(0.05)  # past the trust margin: this reset's record of the file is trusted
-    env.reset(options={"task": OUTPUT_TASK})
-    box = env._sandbox("agent")
+    box = trusted_episode(env)
     before = box.run("stat -c %Y.%Z /testbed/hello.c").output
     assert box.run(py(PAST_THE_END)).exit_code == 0
     assert box.run(py(PEEK)).output == "b'STASHED'\n"
