@@ -659,3 +659,126 @@ def test_a_restore_writes_anew_a_file_with_bytes_past_its_end(tmp_path):
                 os.close(fd)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _shm_tree(entries):
+    """A Tree of its own on /dev/shm (a tmpfs, as the sandbox's root), loaded with
+    ``entries``, and its root."""
+    import tempfile
+
+    from intercode.sandbox.inbox.tree import Tree
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm (a tmpfs) to make the tree in")
+    root = tempfile.mkdtemp(dir="/dev/shm")
+    tree = Tree(root)
+    tree.set_base([])
+    tree.load(entries)
+    return tree, root
+
+
+def _shared_page(path):
+    """A page of ``path`` mapped shared and writable, read once (so writes set no time)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    fd = os.open(path, os.O_RDWR)
+    try:
+        addr = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+    finally:
+        os.close(fd)
+    page = (ctypes.c_char * 4096).from_address(addr)
+    assert page[0]
+    return page
+
+
+def test_a_mapping_older_than_a_mode_and_a_restore_still_cannot_keep_its_bytes():
+    """A read-only file mapped shared while its mode allowed it, the mode put back, a
+    held interpreter's copy of the mapping kept through restores to a snapshot: its
+    writes set no time, and the next reset still reads the file (its mode excuses
+    nothing)."""
+    import shutil
+    import time
+
+    from intercode.sandbox.inbox.tree import FILE
+
+    tree, root = _shm_tree([("w", "d", 0o755, 10**18, None),
+                            ("w/ro.txt", FILE, 0o444, 10**18, b"read-only\n")])
+    try:
+        path = os.path.join(root, "w", "ro.txt")
+        time.sleep(0.05)
+        tree.restore()
+        os.chmod(path, 0o644)
+        page = _shared_page(path)
+        os.chmod(path, 0o444)
+        time.sleep(0.05)
+        state, reads = tree.snapshot()
+        for _ in range(2):
+            time.sleep(0.05)
+            tree.restore_to(state, reads)
+        assert tree._trusted("w/ro.txt", os.lstat(path))
+        page[0:5] = b"OWNED"
+        assert tree.restore()["written"] == 1
+        with open(path, "rb") as f:
+            assert f.read() == b"read-only\n"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("how", ["past-the-end", "in-place"])
+def test_a_file_written_anew_keeps_its_place_in_the_listing(how):
+    """A file a restore writes anew is a new inode, listed last (or first) by tmpfs: its
+    directory gets the listing order of a fresh load back, whether the file held bytes
+    past its end or was changed in place."""
+    import shutil
+    import time
+
+    from intercode.sandbox.inbox.tree import FILE
+
+    tree, root = _shm_tree([("w", "d", 0o755, 10**18, None)]
+                           + [("w/%s" % n, FILE, 0o644, 10**18, b"x\n") for n in "abcd"])
+    try:
+        fresh = os.listdir(os.path.join(root, "w"))
+        time.sleep(0.05)
+        tree.restore()
+        time.sleep(0.05)
+        path = os.path.join(root, "w", "b")
+        if how == "past-the-end":
+            _shared_page(path)[5:8] = b"XYZ"
+        else:
+            with open(path, "r+b") as f:
+                f.write(b"y")
+        time.sleep(0.05)
+        assert tree.restore()["written"] == 1
+        assert os.listdir(os.path.join(root, "w")) == fresh
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_hole_in_the_last_page_is_not_faulted_in():
+    """Looking at the rest of a file's last page never touches a hole there: on tmpfs
+    its fault allocates a page, and on a full one that is a SIGBUS in the supervisor."""
+    import shutil
+    import tempfile
+
+    from intercode.sandbox.inbox import fsops
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm (a tmpfs)")
+    root = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        path = os.path.join(root, "holey")
+        with open(path, "wb") as f:
+            f.truncate(fsops.PAGE + 100)  # no data at all
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert fsops.tail_is_clear(fd, fsops.PAGE + 100)
+            assert os.stat(path).st_blocks == 0  # still a hole: no page was allocated
+        finally:
+            os.close(fd)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

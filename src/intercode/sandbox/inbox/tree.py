@@ -375,6 +375,7 @@ class Tree(hashing.Hashing):
                     if not same:  # written through a shared mapping: no time of it moved
                         self._unlocked(rel, dirty)
                         self._create(rel, *want, exists=True)
+                        reorder.add(rel.rpartition("/")[0])  # a new inode: listed anew
                         stats["written"] += 1
                         touched.append(rel)
                         continue
@@ -395,6 +396,8 @@ class Tree(hashing.Hashing):
                         stats["written"] += 1
                         if self.pristine[rel][0] == DIR:
                             dirty.add(rel)
+                        else:  # a new inode: its directory lists it anew
+                            reorder.add(rel.rpartition("/")[0])
                     elif self.pristine[rel][0] == FILE:  # the comparison may have read it
                         self._reset_moved_atime(rel)
                     touched.append(rel)
@@ -419,12 +422,13 @@ class Tree(hashing.Hashing):
         once its page is mapped writable, which a read fault already does (tmpfs asks
         for no notice of a page's first write): the file keeps the ctime a record
         vouches for. Such a mapping needs the file open for reading and writing, so a
-        file whose pristine mode lacks either of the owner's bits (the agent would have
-        to change the mode first, which moves the ctime) or that is empty (a mapping
-        cannot grow a file) is not read.
+        file that is empty is not read (a mapping cannot grow a file, and any fault past
+        its end is a SIGBUS). Its mode is no excuse: a mapping made while the mode allowed
+        it outlives a change of the mode, and a held interpreter's (see ``snaps``) outlives
+        a restore to a snapshot. A file its owner may not read is written anew.
         """
         payload = want[3]
-        if not payload or want[1] & 0o600 != 0o600:
+        if not payload:
             return True, False
         path = self.abspath(rel)
         moved = False
@@ -577,7 +581,7 @@ class Tree(hashing.Hashing):
                         return False
                 finally:
                     grants.revert()
-                return self._same_bytes(rel, (kind, mode | 0o600, mtime_ns, payload))[0]
+                return self._same_bytes(rel, self.pristine[rel])[0]
         except OSError:
             return False
         return True
