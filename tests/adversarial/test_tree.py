@@ -740,7 +740,7 @@ def test_a_file_written_anew_keeps_its_place_in_the_listing(how):
     from intercode.sandbox.inbox.tree import FILE
 
     tree, root = _shm_tree([("w", "d", 0o755, 10**18, None)]
-                           + [("w/%s" % n, FILE, 0o644, 10**18, b"x\n") for n in "abcd"])
+                           + [(f"w/{n}", FILE, 0o644, 10**18, b"x\n") for n in "abcd"])
     try:
         fresh = os.listdir(os.path.join(root, "w"))
         time.sleep(0.05)

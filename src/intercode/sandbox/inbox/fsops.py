@@ -159,9 +159,7 @@ def tail_is_clear(fd, size):
         if os.lseek(fd, size - rest, os.SEEK_DATA) >= size:
             return True
     except OSError as exc:
-        if exc.errno == errno.ENXIO:  # no data from there on
-            return True
-        return False
+        return exc.errno == errno.ENXIO  # no data from there on: clear; else unknown
     libc = _mapper()
     if libc is None:
         return False
