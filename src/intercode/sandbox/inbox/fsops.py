@@ -160,35 +160,37 @@ def tail_is_clear(fd, size):
             return True
     except OSError as exc:
         return exc.errno == errno.ENXIO  # no data from there on: clear; else unknown
-    libc = _mapper()
-    if libc is None:
+    mapper = _mapper()
+    if mapper is None:
         return False
-    import ctypes
-    import mmap
-
-    addr = libc.mmap(None, PAGE, mmap.PROT_READ, mmap.MAP_PRIVATE, fd, size - rest)
-    if addr is None or addr == ctypes.c_void_p(-1).value:
+    libc, string_at, failed, prot, flags = mapper
+    addr = libc.mmap(None, PAGE, prot, flags, fd, size - rest)
+    if addr is None or addr == failed:
         return False
     try:
-        return ctypes.string_at(addr + rest, PAGE - rest) == _ZEROS[rest:]
+        return string_at(addr + rest, PAGE - rest) == _ZEROS[rest:]
     finally:
-        libc.munmap(ctypes.c_void_p(addr), PAGE)
+        libc.munmap(addr, PAGE)
 
 
 def _mapper():
-    """The C library with ``mmap`` and ``munmap`` typed (loaded once), or ``None``."""
+    """``(libc, string_at, MAP_FAILED, PROT_READ, MAP_PRIVATE)``, with ``mmap`` and
+    ``munmap`` typed (made once, at the first look), or ``None``."""
     if not _libc:
         try:
             import ctypes
+            import mmap
 
             libc = ctypes.CDLL(None, use_errno=True)
             libc.mmap.restype = ctypes.c_void_p
             libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                                   ctypes.c_int, ctypes.c_int, ctypes.c_long]
             libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        except (OSError, AttributeError):
-            libc = None
-        _libc.append(libc)
+            mapper = (libc, ctypes.string_at, ctypes.c_void_p(-1).value, mmap.PROT_READ,
+                      mmap.MAP_PRIVATE)
+        except (OSError, AttributeError, ImportError):
+            mapper = None
+        _libc.append(mapper)
     return _libc[0]
 
 

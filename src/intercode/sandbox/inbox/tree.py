@@ -430,17 +430,8 @@ class Tree(hashing.Hashing):
         payload = want[3]
         if not payload:
             return True, False
-        path = self.abspath(rel)
-        moved = False
-        try:
-            fd = os.open(path, SAME_BYTES_FLAGS)
-        except PermissionError:  # O_NOATIME, where we are not the owner
-            moved = True
-            try:
-                fd = os.open(path, SAME_BYTES_FLAGS & ~NOATIME)
-            except OSError:
-                return False, moved
-        except OSError:
+        fd, moved = self._open_for_look(rel)
+        if fd is None:
             return False, moved
         try:
             return (os.read(fd, len(payload) + 1) == payload
@@ -449,6 +440,34 @@ class Tree(hashing.Hashing):
             return False, moved
         finally:
             os.close(fd)
+
+    def _tail_clear(self, rel, size):
+        """:func:`fsops.tail_is_clear` of the file ``rel`` (``False`` if it cannot be
+        opened: it is then written anew)."""
+        if not size:
+            return True
+        fd, _moved = self._open_for_look(rel)
+        if fd is None:
+            return False
+        try:
+            return fsops.tail_is_clear(fd, size)
+        finally:
+            os.close(fd)
+
+    def _open_for_look(self, rel):
+        """``(fd, moved)``: the file ``rel`` open for reading without moving its access
+        time where the owner may ask that (``moved``: where it may not, a read moves it);
+        ``fd`` is ``None`` if it cannot be opened."""
+        path = self.abspath(rel)
+        try:
+            return os.open(path, SAME_BYTES_FLAGS), False
+        except PermissionError:  # O_NOATIME, where we are not the owner
+            try:
+                return os.open(path, SAME_BYTES_FLAGS & ~NOATIME), True
+            except OSError:
+                return None, True
+        except OSError:
+            return None, False
 
     def _reset_atime(self, rel, mtime_ns, touched):
         """Give an unchanged pristine file its access time back (a read moved it: the
@@ -581,7 +600,7 @@ class Tree(hashing.Hashing):
                         return False
                 finally:
                     grants.revert()
-                return self._same_bytes(rel, self.pristine[rel])[0]
+                return self._tail_clear(rel, len(payload))  # (and the rest of its last page)
         except OSError:
             return False
         return True
