@@ -102,7 +102,8 @@ class Benchmark:
     use); ``core`` (optional, the same kinds) is that class's workings without Gymnasium,
     which a run's workers build instead so that they start without importing it (see
     :mod:`intercode.envs.core`; ``None``: the workers build ``env``); ``datasets`` maps
-    each dataset name to its loader (``name -> Dataset``, or ``"module:function"``). ``gold_action`` is the action that hands in a task's gold
+    each dataset name to its loader (``name -> Dataset``, or ``"module:function"``).
+    ``gold_action`` is the action that hands in a task's gold
     (the code itself; CTF: ``submit <flag>``), ``gold_submit`` the action after it
     (``submit``; Python: ``submit <function>``). ``options`` lists the settings of
     :data:`OPTIONS` this environment takes. ``play_dataset`` is the dataset ``play``

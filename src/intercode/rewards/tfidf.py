@@ -94,7 +94,7 @@ def _self_cosine(count: Counter[str]) -> float | None:
     the squares of the normalised row over the terms in order of first appearance."""
     if not count:
         return None
-    values = {term: float(n) * 1.0 for term, n in count.items()}
+    values = {term: float(n) for term, n in count.items()}  # (times an idf of 1.0)
     norm = 0.0
     for value in values.values():
         norm += value * value
