@@ -511,38 +511,25 @@ def test_a_write_through_a_shared_mapping_does_not_outlive_the_episode(env, pris
     assert_next_episode_clean(env, pristine, OUTPUT_TASK)
 
 
-def test_a_restore_reads_the_bytes_of_a_trusted_file(tmp_path):
+def test_a_restore_reads_the_bytes_of_a_trusted_file():
     """The same on a tree of its own (tmpfs, as the sandbox's): a file written through a
     mapping after a read fault, trusted by the restore's record, is written back."""
-    import mmap
-    import tempfile
+    import shutil
     import time
 
-    from intercode.sandbox.inbox.tree import FILE, Tree
+    from intercode.sandbox.inbox.tree import FILE
 
-    if not os.path.isdir("/dev/shm"):
-        pytest.skip("no /dev/shm (a tmpfs) to make the tree in")
-    root = tempfile.mkdtemp(dir="/dev/shm")
+    tree, root = _shm_tree([("w", "d", 0o755, 10**18, None),
+                            ("w/a.txt", FILE, 0o644, 10**18, b"alpha\n"),
+                            ("w/ro.txt", FILE, 0o444, 10**18, b"read-only\n"),
+                            ("w/empty", FILE, 0o644, 10**18, b"")])
     try:
-        tree = Tree(root)
-        tree.set_base([])
-        tree.load([("w", "d", 0o755, 10**18, None),
-                   ("w/a.txt", FILE, 0o644, 10**18, b"alpha\n"),
-                   ("w/ro.txt", FILE, 0o444, 10**18, b"read-only\n"),
-                   ("w/empty", FILE, 0o644, 10**18, b"")])
         path = os.path.join(root, "w", "a.txt")
         time.sleep(0.05)  # past the trust margin: the restore's records are trusted
         assert tree.restore() == {"deleted": 0, "written": 0}
         assert tree._trusted("w/a.txt", os.lstat(path))
         ctime = os.lstat(path).st_ctime_ns
-        fd = os.open(path, os.O_RDWR)
-        try:
-            mapped = mmap.mmap(fd, 6, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-            assert mapped[0] == ord("a")
-            mapped[0:6] = b"OWNED\n"
-            mapped.close()
-        finally:
-            os.close(fd)
+        _shared_page(path)[0:6] = b"OWNED\n"
         if os.lstat(path).st_ctime_ns != ctime:
             pytest.skip("this file system moves the ctime of a file written through a mapping")
         assert tree._trusted("w/a.txt", os.lstat(path))  # what the record alone says
@@ -550,8 +537,6 @@ def test_a_restore_reads_the_bytes_of_a_trusted_file(tmp_path):
         with open(path, "rb") as f:
             assert f.read() == b"alpha\n"
     finally:
-        import shutil
-
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -603,31 +588,19 @@ def test_bytes_past_the_end_of_a_file_do_not_outlive_the_episode(env, pristine):
     assert_next_episode_clean(env, pristine, OUTPUT_TASK)
 
 
-def test_a_restore_writes_anew_a_file_with_bytes_past_its_end(tmp_path):
+def test_a_restore_writes_anew_a_file_with_bytes_past_its_end():
     """On a tree of its own (tmpfs): the file reads as pristine, its inode and times are
     the recorded ones, yet its last page holds bytes after its end; the restore writes
     it anew, trusted or not."""
-    import ctypes
-    import mmap
     import shutil
-    import tempfile
     import time
 
     from intercode.sandbox.inbox import fsops
-    from intercode.sandbox.inbox.tree import FILE, Tree
+    from intercode.sandbox.inbox.tree import FILE
 
-    if not os.path.isdir("/dev/shm"):
-        pytest.skip("no /dev/shm (a tmpfs) to make the tree in")
-    libc = ctypes.CDLL(None)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    root = tempfile.mkdtemp(dir="/dev/shm")
+    tree, root = _shm_tree([("w", "d", 0o755, 10**18, None),
+                            ("w/a.txt", FILE, 0o644, 10**18, b"alpha\n")])
     try:
-        tree = Tree(root)
-        tree.set_base([])
-        tree.load([("w", "d", 0o755, 10**18, None), ("w/a.txt", FILE, 0o644, 10**18, b"alpha\n")])
         path = os.path.join(root, "w", "a.txt")
         for trusted in (True, False):
             time.sleep(0.05)  # past the trust margin: the restore's records are trusted
@@ -636,14 +609,9 @@ def test_a_restore_writes_anew_a_file_with_bytes_past_its_end(tmp_path):
             if not trusted:  # the mode changed and back: the ctime moved
                 os.chmod(path, 0o600)
                 os.chmod(path, 0o644)
-            fd = os.open(path, os.O_RDWR)
+            _shared_page(path)[7:14] = b"STASHED"
+            fd = os.open(path, os.O_RDONLY)
             try:
-                addr = libc.mmap(None, fsops.PAGE, mmap.PROT_READ | mmap.PROT_WRITE,
-                                 mmap.MAP_SHARED, fd, 0)
-                page = (ctypes.c_char * fsops.PAGE).from_address(addr)
-                assert page[0] == b"a"
-                page[7:14] = b"STASHED"
-                libc.munmap(addr, fsops.PAGE)
                 assert not fsops.tail_is_clear(fd, 6)
             finally:
                 os.close(fd)
