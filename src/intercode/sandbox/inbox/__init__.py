@@ -5,7 +5,6 @@ host (not even this package's files) needs to be visible inside. They use only t
 standard library and must stay compatible with Python 3.9.
 """
 
-MODULES = ("proto", "privs", "oomguard", "rlimits", "fsops", "hashing", "tree", "shell", "snaps",
-           "pyvalue", "pyscore", "pyprogram", "pyhold", "pyrepl", "zygote", "sqlconn", "sqlsnap",
-           "sqlrepl",
-           "runcmd", "provider", "freezer", "schema", "main")
+MODULES = ("proto", "privs", "oomguard", "rlimits", "fsops", "hashing", "views", "tree",
+           "shell", "snaps", "pyvalue", "pyscore", "pyprogram", "pyhold", "pyrepl", "zygote",
+           "sqlconn", "sqlsnap", "sqlrepl", "runcmd", "provider", "freezer", "schema", "main")

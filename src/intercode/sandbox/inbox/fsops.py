@@ -173,9 +173,36 @@ def tail_is_clear(fd, size):
         libc.munmap(addr, PAGE)
 
 
+def map_private(fd, length, advice=None):
+    """The address of a private read-only mapping of ``length`` bytes of the open file
+    ``fd`` from its start (``advice``: a ``madvise`` for it, else unmapped again), or
+    ``None``."""
+    mapper = _mapper()
+    if mapper is None:
+        return None
+    libc, _string_at, failed, prot, flags = mapper
+    addr = libc.mmap(None, length, prot, flags, fd, 0)
+    if addr is None or addr == failed:
+        return None
+    if advice is not None and libc.madvise(addr, length, advice) != 0:
+        libc.munmap(addr, length)
+        return None
+    return addr
+
+
+def mapped_bytes(addr, length):
+    """A copy of ``length`` bytes at ``addr`` (a mapping of :func:`map_private`)."""
+    return _libc[0][1](addr, length)
+
+
+def unmap(addr, length):
+    """Drop a mapping of :func:`map_private`."""
+    _libc[0][0].munmap(addr, length)
+
+
 def _mapper():
-    """``(libc, string_at, MAP_FAILED, PROT_READ, MAP_PRIVATE)``, with ``mmap`` and
-    ``munmap`` typed (made once, at the first look), or ``None``."""
+    """``(libc, string_at, MAP_FAILED, PROT_READ, MAP_PRIVATE)``, with ``mmap``,
+    ``munmap`` and ``madvise`` typed (made once, at the first look), or ``None``."""
     if not _libc:
         try:
             import ctypes
@@ -186,6 +213,7 @@ def _mapper():
             libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                                   ctypes.c_int, ctypes.c_int, ctypes.c_long]
             libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
             mapper = (libc, ctypes.string_at, ctypes.c_void_p(-1).value, mmap.PROT_READ,
                       mmap.MAP_PRIVATE)
         except (OSError, AttributeError, ImportError):

@@ -17,7 +17,7 @@ import os
 import stat
 import time
 
-from . import fsops, hashing
+from . import fsops, hashing, views
 from .fsops import ancestors, join
 
 __all__ = ["DIR", "FILE", "LINK", "TRUST_NS", "Tree", "ancestors", "kind_of", "vouch_ns"]
@@ -126,6 +126,7 @@ class Tree(hashing.Hashing):
         self.pristine = {}
         self.clean = {}
         self._md5_cache = {}
+        self.views = views.Views(root)  # (see _same_bytes)
         self._tracked_cache = None  # (pristine, ignore, tracked, dirs): see _tracked
 
     # -- paths and listing -------------------------------------------------------------
@@ -346,6 +347,7 @@ class Tree(hashing.Hashing):
             st = os.lstat(self.abspath(rel))
             self.clean[rel] = (st.st_ino, st.st_ctime_ns, vouch)
         self._empty_scratch()
+        self.views.settle()
         return stats
 
     def _pristine_dir(self, rel):
@@ -371,7 +373,8 @@ class Tree(hashing.Hashing):
                         and record[1] == st.st_ctime_ns
                         and st.st_ctime_ns < record[2]):
                     want = pristine[rel]
-                    same, read = self._same_bytes(rel, want) if want[0] == FILE else (True, False)
+                    same, read = (self._same_bytes(rel, st, want) if want[0] == FILE
+                                  else (True, False))
                     if not same:  # written through a shared mapping: no time of it moved
                         self._unlocked(rel, dirty)
                         self._create(rel, *want, exists=True)
@@ -413,10 +416,10 @@ class Tree(hashing.Hashing):
                 dirty.add(rel)
         return touched
 
-    def _same_bytes(self, rel, want):
-        """Whether a trusted file (its inode, ctime and so its size and modes as
-        recorded) still holds the pristine bytes ``want[3]``, and whether reading them
-        may have moved its access time (``(same, moved)``).
+    def _same_bytes(self, rel, st, want):
+        """Whether a trusted file (``st``: its look in this restore; its inode, ctime and
+        so its size and modes as recorded) still holds the pristine bytes ``want[3]``, and
+        whether reading them may have moved its access time (``(same, moved)``).
 
         A write through a shared writable mapping of a tmpfs file sets no time at all
         once its page is mapped writable, which a read fault already does (tmpfs asks
@@ -426,15 +429,23 @@ class Tree(hashing.Hashing):
         its end is a SIGBUS). Its mode is no excuse: a mapping made while the mode allowed
         it outlives a change of the mode, and a held interpreter's (see ``snaps``) outlives
         a restore to a snapshot. A file its owner may not read is written anew.
+
+        The look goes through the file's mapping kept since the last restore (see
+        ``views``), else makes one, else reads the file.
         """
         payload = want[3]
         if not payload:
             return True, False
+        same = self.views.same(rel, st, payload)
+        if same is not None:
+            return same, False
         fd, moved = self._open_for_look(rel)
         if fd is None:
             return False, moved
         try:
-            return (os.read(fd, len(payload) + 1) == payload
+            if self.views.make(rel, fd, st, payload):
+                return self.views.same(rel, st, payload), moved
+            return (os.pread(fd, len(payload) + 1, 0) == payload
                     and fsops.tail_is_clear(fd, len(payload))), moved
         except OSError:
             return False, moved
@@ -630,9 +641,11 @@ class Tree(hashing.Hashing):
                 os.close(fd)
         for rel in doomed:
             self.clean.pop(rel, None)
+            self.views.forget(rel)
 
     def _create(self, rel, kind, mode, mtime_ns, payload, exists):
         path = self.abspath(rel)
+        self.views.forget(rel)
         if kind == DIR:
             if not exists:
                 os.mkdir(path, 0o700)
