@@ -311,6 +311,59 @@ def strip_xattrs(path):
     return len(names)
 
 
+# inode flags an owner may set without a capability (``chattr +A``, ``+d``; tmpfs keeps
+# these), and those it may not (append-only, immutable), in FS_IOC_GETFLAGS's bits
+OWNER_FLAGS = 0x80 | 0x40  # FS_NOATIME_FL, FS_NODUMP_FL
+FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602
+
+
+def inode_flags(path, is_dir):
+    """The flags of :data:`OWNER_FLAGS` set on ``path`` (not followed if a link): 0 where
+    the file system keeps none, ``None`` where it cannot be opened to ask."""
+    import fcntl
+    import struct
+
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | (os.O_DIRECTORY if is_dir else 0))
+    except OSError:
+        return None
+    try:
+        value = struct.unpack("=i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4])[0]
+    except OSError:
+        return 0  # (ENOTTY, EOPNOTSUPP: none kept)
+    finally:
+        os.close(fd)
+    return value & OWNER_FLAGS
+
+
+def clear_inode_flags(path):
+    """Clear the :data:`OWNER_FLAGS` of the directory ``path``, if it has any."""
+    import fcntl
+    import struct
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        value = struct.unpack("=i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4])[0]
+        if value & OWNER_FLAGS:
+            fcntl.ioctl(fd, FS_IOC_SETFLAGS, struct.pack("=i", value & ~OWNER_FLAGS) + bytes(4))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def more_than(st, size):
+    """Whether the regular file of ``st`` holds more than ``size`` bytes written from its
+    start do on tmpfs: another size, or more pages than they fill (pages allocated after
+    its end, or the large page ``madvise(MADV_COLLAPSE)`` makes of a small file, whose
+    bytes after the file's last page a shared mapping can write and read back)."""
+    return st.st_size != size or st.st_blocks * 512 > -(-size // PAGE) * PAGE
+
+
 def has_agent_xattrs(path):
     """Whether ``path`` carries an xattr or ACL the pristine tree does not have."""
     try:

@@ -324,16 +324,29 @@ class Tree(hashing.Hashing):
         grants = fsops.Grants(keep=True, bits=fsops.NEED_WRITE)
         dirty = set()  # the directories opened up by the scan get their mode back at the end
         current = self._scan(frozenset(), grants, descend=self._pristine_dir, opened=dirty)
+        try:
+            # no mapping may keep a removed or changed file's room while the tree is written
+            self.views.keep(current, self._trusted)
+            return self._restore(current, dirty)
+        finally:
+            self.views.settle()
+
+    def _restore(self, current, dirty):
         pristine = self.pristine
-        doomed = set()
+        doomed, refill = set(), set()
+        tmpfs = self.empty_size is not None
         for rel, st in current.items():
             want = pristine.get(rel)
             if want is None or want[0] != _KINDS.get(stat.S_IFMT(st.st_mode)):
                 doomed.add(rel)
-        self._remove(doomed, current, dirty)
+            elif tmpfs and want[0] == FILE and fsops.more_than(st, len(want[3] or b"")):
+                # removed before anything is written: the room it took is free for the
+                # tree (else a grown file fills the tmpfs and the writes before it fail)
+                refill.add(rel)
+        self._remove(doomed | refill, current, dirty)
         stats = {"deleted": len(doomed), "written": 0}
         reorder = set()
-        touched = self._write_pristine(current, doomed, dirty, stats, reorder)
+        touched = self._write_pristine(current, doomed | refill, dirty, stats, reorder)
         touched += self._canonical_order(reorder, dirty)
         for rel in sorted(dirty, key=lambda r: -r.count("/")):
             want = self.pristine.get(rel)
@@ -347,7 +360,6 @@ class Tree(hashing.Hashing):
             st = os.lstat(self.abspath(rel))
             self.clean[rel] = (st.st_ino, st.st_ctime_ns, vouch)
         self._empty_scratch()
-        self.views.settle()
         return stats
 
     def _pristine_dir(self, rel):
@@ -577,6 +589,7 @@ class Tree(hashing.Hashing):
         if stat.S_IMODE(st.st_mode) != mode:
             os.chmod(path, mode)
         fsops.strip_xattrs(path)
+        fsops.clear_inode_flags(path)
 
     def _same_inode(self, rel, st):
         """Whether ``rel`` is still the inode we wrote (its metadata may have changed)."""
@@ -602,7 +615,7 @@ class Tree(hashing.Hashing):
         try:
             if kind == LINK:
                 return os.readlink(path) == payload
-            if fsops.has_agent_xattrs(path):
+            if fsops.has_agent_xattrs(path) or fsops.inode_flags(path, kind == DIR) != 0:
                 return False
             if kind == FILE:
                 grants = fsops.Grants()
@@ -651,6 +664,7 @@ class Tree(hashing.Hashing):
                 os.mkdir(path, 0o700)
             else:
                 fsops.strip_xattrs(path)
+                fsops.clear_inode_flags(path)
             os.chmod(path, mode | 0o700)
             return
         if exists:

@@ -17,11 +17,12 @@ pages). A mapping is not handed to a forked child (``MADV_DONTFORK``), and is dr
 at the end of the first restore that does not look through it (the file changed, was
 removed, or the tree was replaced).
 
-Until then it keeps the inode: a file the agent removes in an episode still takes its
-room in the tree's tmpfs and the supervisor's address space until the next reset. So the
-mappings hold at most :data:`MAX_FILE` bytes a file, :data:`MAX_FILES` files, and in all
-:data:`MAX_BYTES` and a sixteenth of the tree's tmpfs and of the supervisor's address
-space limit (see :func:`budget`): the rest are read.
+Until then it keeps the inode: a file the agent removes in an episode keeps its room in
+the tree's tmpfs (all of it, if the agent grew it first) until the next reset, which
+drops the mappings of files gone or changed before it writes anything (:meth:`Views.keep`).
+The mappings hold at most :data:`MAX_FILE` bytes a file, :data:`MAX_FILES` files, and in
+all :data:`MAX_BYTES` and a sixteenth of the tree's tmpfs and of the supervisor's
+address space limit (see :func:`budget`): the rest are read.
 """
 
 import os
@@ -120,6 +121,17 @@ class Views:
         self._bytes += length
         self._seen.add(rel)
         return True
+
+    def keep(self, current, trusted):
+        """At a restore's start: drop every mapping of a file that is gone, another inode
+        or size, or no longer trusted (``trusted(rel, st)``), so that no mapping keeps
+        the room of a file the restore removes or rewrites (``current``: the restore's
+        scan, ``{rel: st}``)."""
+        for rel, view in list(self._views.items()):
+            st = current.get(rel)
+            if (st is None or st.st_ino != view[0] or st.st_size != view[1]
+                    or not trusted(rel, st)):
+                self.forget(rel)
 
     def forget(self, rel):
         """Drop the mapping of ``rel`` (written anew, or about to be)."""
