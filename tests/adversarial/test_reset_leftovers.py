@@ -3,7 +3,9 @@
 Each attack keeps the file's bytes pristine (or removes it), so that a reset which looks
 only at what a read shows keeps it: a tmpfs filled through a file the reset frees too
 late, the large page ``madvise(MADV_COLLAPSE)`` makes of a small file (a shared mapping
-writes after its last page, and the bytes stay), and inode flags (``chattr +A``).
+writes after its last page, and the bytes stay), holes that make room for such a page
+within the file's own blocks, inode flags (``chattr +A``), and access times of
+directories.
 """
 
 from __future__ import annotations
@@ -210,3 +212,115 @@ def test_a_flag_on_a_file_or_directory_is_not_kept(shm_tree):
     assert [fsops.inode_flags(p, os.path.isdir(p)) for p in paths] == [0x80, 0x80]
     tree.restore()
     assert [fsops.inode_flags(p, os.path.isdir(p)) for p in paths] == [0, 0]
+
+
+# a file filling the tmpfs that only a unix socket's own queue keeps: no process holds it
+# once the holder is killed, but the kernel lets it go only when it next collects sockets
+IN_FLIGHT = (
+    "import os, socket, time\n"
+    "for t, _d, names in os.walk('/testbed'):\n"
+    "    for n in names:\n"
+    "        p = os.path.join(t, n)\n"
+    "        if os.path.isfile(p) and not os.path.islink(p):\n"
+    "            os.truncate(p, 0)\n"
+    "big = os.open('/tmp/big', os.O_RDWR | os.O_CREAT, 0o600)\n"
+    "os.unlink('/tmp/big')\n"
+    "for step in (1 << 20, 4096, 1):\n"
+    "    try:\n"
+    "        while True:\n"
+    "            os.write(big, b'x' * step)\n"
+    "    except OSError as exc:\n"
+    "        error = exc.strerror\n"
+    "a, b = socket.socketpair()\n"
+    "socket.send_fds(a, [b'x'], [big, b.fileno()])\n"
+    "a.close()\n"
+    "os.close(big)\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    time.sleep(1000)\n"
+    "print(error)\n"
+)
+
+
+def test_a_file_kept_in_flight_on_a_unix_socket_does_not_fill_the_next_episode(env):
+    """The reset asks the kernel to collect such sockets before it writes: without it,
+    the restore found no room (ENOSPC) at that reset and every later one."""
+    _trusting_reset(env)
+    box = env._sandbox("agent")
+    assert "No space left on device" in box.run(py(IN_FLIGHT)).output
+    env.reset(options={"task": TASK})
+    box = env._sandbox("agent")
+    assert box.diff() == []
+    used = box.run("df -k --output=pcent / | tail -1").output.strip()
+    assert int(used.rstrip("%")) < 10, used
+
+
+EMPTY_DIR_FLAGS = (
+    "import fcntl, os, struct\n"
+    "d = sorted(os.path.join(t, n) for t, ds, _f in os.walk('/testbed') for n in ds\n"
+    "           if not os.listdir(os.path.join(t, n)))[0]\n"
+    "fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)\n"
+    "if SET:\n"
+    "    fcntl.ioctl(fd, 0x40086602, struct.pack('=i', 0x40 | 0x80) + bytes(4))\n"
+    "print(d, hex(struct.unpack('=i', fcntl.ioctl(fd, 0x80086601, bytes(8))[:4])[0]))\n"
+    "os.close(fd)\n"
+    "if SET:\n"
+    "    os.chmod(d, 0)\n"
+)
+
+
+def test_flags_on_an_empty_directory_made_unreadable_do_not_outlive_the_episode(env):
+    """The restore opens a directory up before it clears its flags (it could not open
+    one of mode 000), and so before it writes files there, which would inherit them."""
+    env.reset(options={"task": TASK})
+    out = env._sandbox("agent").run(py("SET = True\n" + EMPTY_DIR_FLAGS)).output.split()
+    if out[-1:] != ["0xc0"]:
+        pytest.skip("this file system keeps no inode flags: " + " ".join(out))
+    env.reset(options={"task": TASK})
+    assert env._sandbox("agent").run(py("SET = False\n" + EMPTY_DIR_FLAGS)).output.split() == [
+        out[0], "0x0"]
+
+
+def test_directory_access_times_do_not_outlive_the_episode(env):
+    """A listing (``find``) and ``touch -a`` move directories' access times: the next
+    episode's directories have the fresh load's (their modification times), so that
+    ``find -atime`` answers as after a fresh load."""
+    times = "find /testbed -type d -printf '%p %A@ %T@\\n'"  # (times before each listing)
+    for _ in range(2):
+        env.reset(options={"task": TASK})
+    fresh = env._sandbox("agent").run(times).output.split("\n")
+    assert all(line.split()[1] == line.split()[2] for line in fresh if line)
+    box = env._sandbox("agent")
+    box.run("find /testbed > /dev/null; touch -a -d @1999999999 /testbed/dir3 /testbed")
+    assert "1999999999" in box.run("stat -c %X /testbed/dir3").output
+    for _ in range(2):  # (the first restore after the change, and one that trusts it)
+        env.reset(options={"task": TASK})
+        assert env._sandbox("agent").run(times).output.split("\n") == fresh
+
+
+def test_a_kept_file_with_a_hole_is_written_anew(shm_tree):
+    """Punched where the pristine bytes are zeros, with its times put back: it reads as
+    pristine, but its room lets a large page (``MADV_COLLAPSE``) of its last part hold
+    pages after its end within the file's own block count. Files a restore keeps have
+    no hole."""
+    tree, root = shm_tree
+    path = os.path.join(root, "w", "f")
+    tree.load([("w", DIR, 0o755, EPOCH, None),
+               ("w/f", FILE, 0o644, EPOCH, b"a" + bytes(3 * fsops.PAGE) + b"z")])
+    time.sleep(0.05)
+    tree.restore()
+    fd = os.open(path, os.O_WRONLY)
+    try:  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE over two pages of zeros
+        if ctypes.CDLL(None).fallocate(fd, 3, ctypes.c_long(fsops.PAGE),
+                                       ctypes.c_long(2 * fsops.PAGE)) != 0:
+            pytest.skip("no hole punching here")
+    finally:
+        os.close(fd)
+    os.utime(path, ns=(EPOCH, EPOCH))
+    assert not fsops.more_than(os.lstat(path), 3 * fsops.PAGE + 2)
+    assert tree.restore() == {"deleted": 0, "written": 1}
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert fsops.is_dense(fd, 3 * fsops.PAGE + 2)
+    finally:
+        os.close(fd)

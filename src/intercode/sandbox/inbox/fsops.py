@@ -73,6 +73,30 @@ def _access_mode(bits):
     return mode | (os.X_OK if bits & 0o100 else 0)
 
 
+def open_dir(path, flags=DIR_FLAGS):
+    """``os.open`` of a directory without moving its access time where the owner may ask
+    that (a listing moves it: a later episode's ``find -atime`` would see it)."""
+    try:
+        return os.open(path, flags | NOATIME)
+    except PermissionError:
+        return os.open(path, flags)
+
+
+def collect_unix_sockets():
+    """Have the kernel collect the unix sockets only their own queues keep (a socket sent
+    in flight to itself, with other descriptors): it looks when a socket is released, so
+    release one. The files they hold (a tmpfs file's room, say) are freed then, not when
+    the last process that knew them died; else they stay until some other socket goes."""
+    import socket
+
+    try:
+        left, right = socket.socketpair(socket.AF_UNIX)
+    except OSError:
+        return
+    left.close()
+    right.close()
+
+
 def list_dir(path, st, grants, bits=NEED_READ, follow=False):
     """``[(name, lstat)]`` of a directory, opened up with ``grants`` when needed.
 
@@ -83,7 +107,7 @@ def list_dir(path, st, grants, bits=NEED_READ, follow=False):
     """
     try:
         grants.need(path, st, bits)
-        fd = os.open(path, DIR_FLAGS & ~os.O_NOFOLLOW if follow else DIR_FLAGS)
+        fd = open_dir(path, DIR_FLAGS & ~os.O_NOFOLLOW if follow else DIR_FLAGS)
     except OSError:
         return None
     try:
@@ -102,7 +126,7 @@ def iter_dir(path, st, grants):
     """
     try:
         grants.need(path, st, NEED_READ)
-        fd = os.open(path, DIR_FLAGS)
+        fd = open_dir(path)
     except OSError:
         return
     try:
@@ -138,6 +162,18 @@ def scan_fd(fd):
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _ZEROS = bytes(PAGE)
 _libc = []  # (see _mapper)
+
+
+def is_dense(fd, size):
+    """Whether the open regular file ``fd`` of ``size`` bytes has no hole before its end
+    (as every file a restore writes: a hole is room a large page can fill after the
+    end, see :func:`more_than`)."""
+    if not size:
+        return True
+    try:
+        return os.lseek(fd, 0, os.SEEK_HOLE) >= size
+    except OSError:
+        return False
 
 
 def tail_is_clear(fd, size):

@@ -13,6 +13,7 @@ look and its mode put back. Git ignores directory modes and xattrs, so the diff
 does too; a restore brings back every mode and removes every xattr or ACL.
 """
 
+import errno
 import os
 import stat
 import time
@@ -59,6 +60,11 @@ def vouch_ns():
     except (OSError, AttributeError):
         return time.time_ns() - TRUST_NS
 
+
+# a restore that finds no room waits this long (s) before each new try: the agent's last
+# files may be freed only after its processes are gone (a file in flight on a unix socket
+# is let go by the kernel's collector, later); then the room is the pristine tree's
+ROOM_WAITS = (0.002, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 _KINDS = {stat.S_IFDIR: DIR, stat.S_IFREG: FILE, stat.S_IFLNK: LINK}
 # a trusted file read for its bytes (see Tree._same_bytes): never through a link, never
@@ -318,8 +324,22 @@ class Tree(hashing.Hashing):
         """Bring the tree back to the pristine state, touching only what changed.
 
         Only pristine directories are listed; anything else found in them is removed
-        whole, whatever its modes, depth or kind.
+        whole, whatever its modes, depth or kind. Where the file system has no room
+        left, tried again after each of :data:`ROOM_WAITS`. The kernel is first asked to
+        let go of the files the agent's processes left in flight on unix sockets.
         """
+        fsops.collect_unix_sockets()  # (the agent's processes are gone: see the function)
+        for wait in ROOM_WAITS:
+            try:
+                return self._restore_once()
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+            fsops.collect_unix_sockets()
+            time.sleep(wait)
+        return self._restore_once()
+
+    def _restore_once(self):
         self._fix_mount_root(self.root, self.root_mode)
         grants = fsops.Grants(keep=True, bits=fsops.NEED_WRITE)
         dirty = set()  # the directories opened up by the scan get their mode back at the end
@@ -398,7 +418,7 @@ class Tree(hashing.Hashing):
                         self._reset_moved_atime(rel)
                         touched.append(rel)
                         continue
-                    if st.st_atime_ns != st.st_mtime_ns and stat.S_ISREG(st.st_mode):
+                    if st.st_atime_ns != st.st_mtime_ns:  # (a directory listed, a file read)
                         self._reset_atime(rel, st.st_mtime_ns, touched)
                     continue
             if st is not None and self._same_inode(rel, st):
@@ -413,7 +433,7 @@ class Tree(hashing.Hashing):
                             dirty.add(rel)
                         else:  # a new inode: its directory lists it anew
                             reorder.add(rel.rpartition("/")[0])
-                    elif self.pristine[rel][0] == FILE:  # the comparison may have read it
+                    else:  # the comparison may have read it (a link's target too)
                         self._reset_moved_atime(rel)
                     touched.append(rel)
                 continue
@@ -464,16 +484,17 @@ class Tree(hashing.Hashing):
         finally:
             os.close(fd)
 
-    def _tail_clear(self, rel, size):
-        """:func:`fsops.tail_is_clear` of the file ``rel`` (``False`` if it cannot be
-        opened: it is then written anew)."""
+    def _pages_clear(self, rel, size):
+        """Whether the file ``rel`` of ``size`` bytes has no hole (:func:`fsops.is_dense`)
+        and zeros after its end (:func:`fsops.tail_is_clear`); ``False`` if it cannot be
+        opened: it is then written anew."""
         if not size:
             return True
         fd, _moved = self._open_for_look(rel)
         if fd is None:
             return False
         try:
-            return fsops.tail_is_clear(fd, size)
+            return fsops.is_dense(fd, size) and fsops.tail_is_clear(fd, size)
         finally:
             os.close(fd)
 
@@ -493,9 +514,10 @@ class Tree(hashing.Hashing):
             return None, False
 
     def _reset_atime(self, rel, mtime_ns, touched):
-        """Give an unchanged pristine file its access time back (a read moved it: the
-        agent's, or a fingerprint's in an earlier episode), so ``find -atime`` sees
-        the same at every episode's start; ``touched`` gets ``rel`` (its ctime moved)."""
+        """Give an unchanged pristine entry its access time back (a read of a file or a
+        link, a listing of a directory moved it: the agent's, or a fingerprint's in an
+        earlier episode), so ``find -atime`` sees the same at every episode's start;
+        ``touched`` gets ``rel`` (its ctime moved)."""
         try:
             os.utime(self.abspath(rel), ns=(mtime_ns, mtime_ns), follow_symlinks=False)
         except OSError:
@@ -534,7 +556,11 @@ class Tree(hashing.Hashing):
             if not names:
                 continue
             pristine_names = set(names)
-            listed = [n for n in os.listdir(self.abspath(parent)) if n in pristine_names]
+            fd = fsops.open_dir(self.abspath(parent))
+            try:  # (its access time stays)
+                listed = [n for n in os.listdir(fd) if n in pristine_names]
+            finally:
+                os.close(fd)
             if listed == (names[::-1] if self._newest_first() else names):
                 continue  # already in order: nothing moved (their ctimes stay)
             self._unlocked(join(parent, names[0]), dirty)
@@ -624,7 +650,7 @@ class Tree(hashing.Hashing):
                         return False
                 finally:
                     grants.revert()
-                return self._tail_clear(rel, len(payload))  # (and the rest of its last page)
+                return self._pages_clear(rel, len(payload))  # (no hole, no bytes past the end)
         except OSError:
             return False
         return True
@@ -662,10 +688,11 @@ class Tree(hashing.Hashing):
         if kind == DIR:
             if not exists:
                 os.mkdir(path, 0o700)
-            else:
+                os.chmod(path, mode | 0o700)
+            else:  # (opened up first: flags need the directory open)
+                os.chmod(path, mode | 0o700)
                 fsops.strip_xattrs(path)
                 fsops.clear_inode_flags(path)
-            os.chmod(path, mode | 0o700)
             return
         if exists:
             os.unlink(path)
