@@ -367,7 +367,7 @@ class Tree(hashing.Hashing):
         stats = {"deleted": len(doomed), "written": 0}
         reorder = set()
         touched = self._write_pristine(current, doomed | refill, dirty, stats, reorder)
-        touched += self._canonical_order(reorder, dirty)
+        touched += self._canonical_order(reorder, dirty, current)
         for rel in sorted(dirty, key=lambda r: -r.count("/")):
             want = self.pristine.get(rel)
             if rel and want is not None and want[0] == DIR:
@@ -536,7 +536,7 @@ class Tree(hashing.Hashing):
         if st.st_atime_ns != st.st_mtime_ns:
             self._reset_atime(rel, st.st_mtime_ns, None)
 
-    def _canonical_order(self, reorder, dirty):
+    def _canonical_order(self, reorder, dirty, current=None):
         """Give each directory of ``reorder`` the listing order of a fresh load.
 
         A directory lists its entries (``ls -f``, ``find``, ``readdir``) in an order set by
@@ -545,8 +545,13 @@ class Tree(hashing.Hashing):
         in the next episode's ``find``, and a gold answer built from that order scored
         below 1. Moving every pristine entry out and back, in path order, makes the order
         a function of the entries alone. Returns the moved entries.
+
+        ``current`` (the restore's scan, whose entries are in each directory's listing
+        order) gives the order of a directory the restore has not changed (not in
+        ``dirty``): it is not listed again.
         """
         moved = []
+        scanned = None
         spare = ".intercode-order-%s" % os.urandom(6).hex()
         for parent in sorted(reorder):
             want = self.pristine.get(parent) if parent else (DIR,)
@@ -556,11 +561,19 @@ class Tree(hashing.Hashing):
             if not names:
                 continue
             pristine_names = set(names)
-            fd = fsops.open_dir(self.abspath(parent))
-            try:  # (its access time stays)
-                listed = [n for n in os.listdir(fd) if n in pristine_names]
-            finally:
-                os.close(fd)
+            if current is not None and parent not in dirty:
+                if scanned is None:
+                    scanned = {}
+                    for rel in current:
+                        above, _, name = rel.rpartition("/")
+                        scanned.setdefault(above, []).append(name)
+                listed = [n for n in scanned.get(parent, ()) if n in pristine_names]
+            else:
+                fd = fsops.open_dir(self.abspath(parent))
+                try:  # (its access time stays)
+                    listed = [n for n in os.listdir(fd) if n in pristine_names]
+                finally:
+                    os.close(fd)
             if listed == (names[::-1] if self._newest_first() else names):
                 continue  # already in order: nothing moved (their ctimes stay)
             self._unlocked(join(parent, names[0]), dirty)
