@@ -324,3 +324,24 @@ def test_a_kept_file_with_a_hole_is_written_anew(shm_tree):
         assert fsops.is_dense(fd, 3 * fsops.PAGE + 2)
     finally:
         os.close(fd)
+
+
+def test_the_roots_listing_order_and_times_do_not_outlive_the_episode(env):
+    """The tree's root ``/`` is in no pristine state: a rename in it (undone), a
+    top-level directory made anew, and new times on ``/`` and ``/dev/shm`` stayed into
+    every later episode (``find / -maxdepth 1``'s order, ``find / -mtime -1``)."""
+    look = ("find / /dev/shm -maxdepth 0 -printf '%p %A@ %T@\\n'; "  # (times before a listing)
+            "find / -xdev -maxdepth 1 | tr '\\n' ' '")
+    for _ in range(2):
+        env.reset(options={"task": TASK})
+    fresh = env._sandbox("agent").run(look).output
+    moved, remade = "/srv", "/mnt"  # (empty directories of the skeleton)
+    if not {moved, remade} <= set(fresh.split("\n")[-1].split()):
+        pytest.skip("no /srv and /mnt in this sandbox's root")
+    env._sandbox("agent").run(
+        f"mv {moved} {moved}.x && mv {moved}.x {moved}; rmdir {remade} && mkdir {remade}; "
+        "touch -m -d 2001-01-01 / /dev/shm; touch -a -d 1999-01-01 / /dev/shm")
+    assert env._sandbox("agent").run(look).output != fresh
+    for _ in range(2):
+        env.reset(options={"task": TASK})
+        assert env._sandbox("agent").run(look).output == fresh

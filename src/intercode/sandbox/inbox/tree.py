@@ -133,6 +133,11 @@ class Tree(hashing.Hashing):
         self.clean = {}
         self._md5_cache = {}
         self.views = views.Views(root)  # (see _same_bytes)
+        # the roots of the tree and of the scratch mounts as a load left them: {path:
+        # mtime}, and the root's listing order of pristine names (see _record_roots)
+        self._root_times = {}
+        self._root_order = None
+        self._root_record = None  # the root's (ino, ctime, vouch) at the last restore
         self._tracked_cache = None  # (pristine, ignore, tracked, dirs): see _tracked
 
     # -- paths and listing -------------------------------------------------------------
@@ -200,7 +205,44 @@ class Tree(hashing.Hashing):
         for path, kind, mode, mtime_ns, payload in entries:
             new[path] = (kind, mode, mtime_ns, payload)
         self._switch(new)
-        return self.restore()
+        self._root_times, self._root_order, self._root_record = {}, None, None
+        stats = self.restore()
+        self._record_roots()
+        return stats
+
+    def _record_roots(self):
+        """After a load: the times of the tree's root and of the scratch mounts' roots,
+        and the order the root lists its pristine entries in, which every restore gives
+        back (the root is in no state: nothing else would; its order is the sandbox's
+        start's, not a sorted one, so it is kept as found)."""
+        for path in [self.root] + [self.abspath(rel) for rel in self.scratch_mounts]:
+            try:
+                self._root_times[path] = os.lstat(path).st_mtime_ns
+            except OSError:
+                continue
+        names = {rel for rel in self._children("")}
+        fd = fsops.open_dir(self.root)
+        try:
+            self._root_order = [n for n in os.listdir(fd) if n in names]
+        finally:
+            os.close(fd)
+        self._fix_root_times([self.root])
+        st = os.lstat(self.root)
+        self._root_record = (st.st_ino, st.st_ctime_ns, vouch_ns())
+
+    def _fix_root_times(self, paths):
+        """Give the roots ``paths`` the times a load left them (access time: its
+        modification time, as every entry)."""
+        for path in paths:
+            mtime = self._root_times.get(path)
+            if mtime is None:
+                continue
+            try:
+                st = os.lstat(path)
+                if st.st_mtime_ns != mtime or st.st_atime_ns != mtime:
+                    os.utime(path, ns=(mtime, mtime), follow_symlinks=False)
+            except OSError:
+                continue
 
     def capture(self):
         """Return ``(entries, skipped)`` describing the whole tree with file contents."""
@@ -366,6 +408,10 @@ class Tree(hashing.Hashing):
         self._remove(doomed | refill, current, dirty)
         stats = {"deleted": len(doomed), "written": 0}
         reorder = set()
+        record, root = self._root_record, os.lstat(self.root)
+        if record is None or record[:2] != (root.st_ino, root.st_ctime_ns) or (
+                root.st_ctime_ns >= record[2]):
+            reorder.add("")  # (a rename in the root, even one undone, moves its listing)
         touched = self._write_pristine(current, doomed | refill, dirty, stats, reorder)
         touched += self._canonical_order(reorder, dirty, current)
         for rel in sorted(dirty, key=lambda r: -r.count("/")):
@@ -375,10 +421,13 @@ class Tree(hashing.Hashing):
                 os.chmod(path, want[1])
                 os.utime(path, ns=(want[2], want[2]), follow_symlinks=False)
                 touched.append(rel)
+        self._fix_root_times([self.root])
         vouch = vouch_ns()  # (read before the looks: see vouch_ns)
         for rel in touched:
             st = os.lstat(self.abspath(rel))
             self.clean[rel] = (st.st_ino, st.st_ctime_ns, vouch)
+        root = os.lstat(self.root)
+        self._root_record = (root.st_ino, root.st_ctime_ns, vouch)
         self._empty_scratch()
         return stats
 
@@ -561,6 +610,11 @@ class Tree(hashing.Hashing):
             if not names:
                 continue
             pristine_names = set(names)
+            wanted = names[::-1] if self._newest_first() else names
+            if not parent and self._root_order is not None and set(
+                    self._root_order) == pristine_names:
+                wanted = self._root_order  # (the root's: as the sandbox's start left it)
+                names = wanted[::-1] if self._newest_first() else wanted  # (creation order)
             if current is not None and parent not in dirty:
                 if scanned is None:
                     scanned = {}
@@ -574,7 +628,7 @@ class Tree(hashing.Hashing):
                     listed = [n for n in os.listdir(fd) if n in pristine_names]
                 finally:
                     os.close(fd)
-            if listed == (names[::-1] if self._newest_first() else names):
+            if listed == wanted:
                 continue  # already in order: nothing moved (their ctimes stay)
             self._unlocked(join(parent, names[0]), dirty)
             fd = os.open(self.abspath(parent), fsops.DIR_FLAGS)
@@ -736,6 +790,7 @@ class Tree(hashing.Hashing):
                 continue
             if mode is not None and mode & 0o700 != 0o700:
                 os.chmod(path, mode)
+            self._fix_root_times([path])
 
     # -- diff (what `git status --short` reported upstream) -----------------------------
 
