@@ -80,11 +80,16 @@ def test_a_file_grown_to_fill_the_tmpfs_does_not_break_the_reset(env, then):
     action = KEPT + FILL + ("os.unlink(last)\n" if then == "removed" else "")
     assert "full: No space left on device" in box.run(py(action)).output
     for _ in range(2):
-        env.reset(options={"task": TASK})
-        box = env._sandbox("agent")
-        assert box.diff() == []
-        free = box.run("df -k --output=pcent / | tail -1").output.strip()
-        assert int(free.rstrip("%")) < 10, free
+        _assert_reset_clean_and_roomy(env)
+
+
+def _assert_reset_clean_and_roomy(env: BashEnv) -> None:
+    """A reset works, and leaves the pristine tree with its room free."""
+    env.reset(options={"task": TASK})
+    box = env._sandbox("agent")
+    assert box.diff() == []
+    used = box.run("df -k --output=pcent / | tail -1").output.strip()
+    assert int(used.rstrip("%")) < 10, used
 
 
 COLLAPSE = (
@@ -248,11 +253,7 @@ def test_a_file_kept_in_flight_on_a_unix_socket_does_not_fill_the_next_episode(e
     _trusting_reset(env)
     box = env._sandbox("agent")
     assert "No space left on device" in box.run(py(IN_FLIGHT)).output
-    env.reset(options={"task": TASK})
-    box = env._sandbox("agent")
-    assert box.diff() == []
-    used = box.run("df -k --output=pcent / | tail -1").output.strip()
-    assert int(used.rstrip("%")) < 10, used
+    _assert_reset_clean_and_roomy(env)
 
 
 EMPTY_DIR_FLAGS = (

@@ -12,6 +12,7 @@ import json
 import os
 
 import pytest
+from mapping_helpers import shared_pages
 
 from intercode.envs.bash import BashEnv
 from intercode.sandbox.limits import Limits
@@ -647,21 +648,7 @@ def _shm_tree(entries):
 
 def _shared_page(path):
     """A page of ``path`` mapped shared and writable, read once (so writes set no time)."""
-    import ctypes
-    import mmap
-
-    libc = ctypes.CDLL(None)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_long]
-    fd = os.open(path, os.O_RDWR)
-    try:
-        addr = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
-    finally:
-        os.close(fd)
-    page = (ctypes.c_char * 4096).from_address(addr)
-    assert page[0]
-    return page
+    return shared_pages(path)
 
 
 def test_a_mapping_older_than_a_mode_and_a_restore_still_cannot_keep_its_bytes():

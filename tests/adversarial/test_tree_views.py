@@ -10,7 +10,6 @@ removed file's inode is let go at the next restore.
 from __future__ import annotations
 
 import ctypes
-import mmap
 import os
 import shutil
 import tempfile
@@ -18,6 +17,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from mapping_helpers import shared_pages
 
 from intercode.sandbox.inbox import fsops, views
 from intercode.sandbox.inbox.tree import DIR, FILE, Tree
@@ -64,24 +64,6 @@ def trusted(request: pytest.FixtureRequest) -> Iterator[tuple[Tree, str, str]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _shared(path: str, length: int) -> ctypes.Array[ctypes.c_char]:
-    """``length`` bytes of ``path`` mapped shared and writable, each page read once (so
-    that writes through them set no time)."""
-    libc = ctypes.CDLL(None)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_long]
-    fd = os.open(path, os.O_RDWR)
-    try:
-        addr = libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
-    finally:
-        os.close(fd)
-    pages = (ctypes.c_char * length).from_address(addr)
-    for offset in range(0, length, fsops.PAGE):
-        assert pages[offset] is not None
-    return pages
-
-
 @pytest.mark.parametrize(("rel", "at", "what"), [
     ("w/a.txt", 0, "in place"),
     ("w/a.txt", 10, "past the end"),
@@ -95,7 +77,7 @@ def test_a_restore_sees_every_write_through_a_shared_mapping(trusted, rel, at, w
     tree, root, _route = trusted
     path = os.path.join(root, rel)
     st = os.lstat(path)
-    pages = _shared(path, -(-st.st_size // fsops.PAGE) * fsops.PAGE)
+    pages = shared_pages(path, -(-st.st_size // fsops.PAGE) * fsops.PAGE)
     pages[at] = b"\x01"
     after = os.lstat(path)
     if (after.st_ctime_ns, after.st_mtime_ns) != (st.st_ctime_ns, st.st_mtime_ns):
@@ -236,7 +218,7 @@ def test_the_mappings_keep_to_their_bounds():
         tree.views.max_bytes = 3 * fsops.PAGE
         assert _settle(tree, 3) == 3
         for rel in ("w/f1", "w/f5"):  # one mapped, one read
-            _shared(os.path.join(root, rel), fsops.PAGE)[2] = b"!"
+            shared_pages(os.path.join(root, rel), fsops.PAGE)[2] = b"!"
         assert tree.restore()["written"] == 2
         for rel, data in files.items():
             with open(os.path.join(root, rel), "rb") as f:
