@@ -346,3 +346,23 @@ def test_the_roots_listing_order_and_times_do_not_outlive_the_episode(env):
     for _ in range(2):
         env.reset(options={"task": TASK})
         assert env._sandbox("agent").run(look).output == fresh
+
+
+def test_the_roots_times_are_not_taken_from_the_agent_at_a_load():
+    """A load of another tree (a dataset's tasks in other trees; ``upstream_quirks``)
+    keeps the roots' times of the sandbox's first load: it took what the agent left on
+    ``/`` and ``/dev/shm`` as theirs. An episode after a load also finds the roots'
+    access times as after a reset."""
+    times = "find / /dev/shm -maxdepth 0 -printf '%p %A@ %T@\\n'"
+    env = BashEnv("nl2bash", limits=Limits(timeout=60))
+    try:
+        env.reset(options={"task": 0})  # a load (fs1)
+        first = env._sandbox("agent").run(times).output.split("\n")
+        assert all(line.split()[1] == line.split()[2] for line in first if line)
+        env._sandbox("agent").run("touch -d 2001-01-01 / /dev/shm")
+        env.reset(options={"task": 60})  # a load of another tree (fs2)
+        after = env._sandbox("agent").run(times).output
+        assert "978307200" not in after
+        assert [line for line in after.split("\n") if line] == [line for line in first if line]
+    finally:
+        env.close()

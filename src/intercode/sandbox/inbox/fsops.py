@@ -487,7 +487,7 @@ def _open_owned_dir(parent_fd, name):
 
 def empty_dir(path):
     """Remove everything inside the directory ``path`` (a scratch mount)."""
-    fd = os.open(path, DIR_FLAGS)
+    fd = open_dir(path)
     try:
         dev = os.fstat(fd).st_dev
         for name, st in scan_fd(fd):

@@ -205,28 +205,38 @@ class Tree(hashing.Hashing):
         for path, kind, mode, mtime_ns, payload in entries:
             new[path] = (kind, mode, mtime_ns, payload)
         self._switch(new)
-        self._root_times, self._root_order, self._root_record = {}, None, None
+        self._root_record = None  # (the root's order is looked at)
+        if self._root_order is not None:
+            # a later load: the root keeps its order, the new tree's entries made after
+            names = set(self._children(""))
+            kept = [n for n in self._root_order if n in names]
+            made = sorted(names - set(kept))
+            self._root_order = made[::-1] + kept if self._newest_first() else kept + made
         stats = self.restore()
-        self._record_roots()
+        if self._root_order is None:
+            self._record_roots()
         return stats
 
     def _record_roots(self):
-        """After a load: the times of the tree's root and of the scratch mounts' roots,
-        and the order the root lists its pristine entries in, which every restore gives
-        back (the root is in no state: nothing else would; its order is the sandbox's
-        start's, not a sorted one, so it is kept as found)."""
-        for path in [self.root] + [self.abspath(rel) for rel in self.scratch_mounts]:
+        """After the first load: the times of the tree's root and of the scratch mounts'
+        roots, and the order the root lists its pristine entries in, which every restore
+        (and later load) gives back. The root is in no state, so nothing else would; its
+        order is the sandbox's start's, not a sorted one, so it is kept as found, and its
+        times are the first load's whatever tree is loaded later (as if the sandbox had
+        been started then), never what an agent left."""
+        paths = [self.root] + [self.abspath(rel) for rel in self.scratch_mounts]
+        for path in paths:
             try:
                 self._root_times[path] = os.lstat(path).st_mtime_ns
             except OSError:
                 continue
-        names = {rel for rel in self._children("")}
+        names = set(self._children(""))
         fd = fsops.open_dir(self.root)
         try:
             self._root_order = [n for n in os.listdir(fd) if n in names]
         finally:
             os.close(fd)
-        self._fix_root_times([self.root])
+        self._fix_root_times(paths)
         st = os.lstat(self.root)
         self._root_record = (st.st_ino, st.st_ctime_ns, vouch_ns())
 
