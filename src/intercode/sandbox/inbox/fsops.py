@@ -356,21 +356,17 @@ FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602
 def inode_flags(path, is_dir):
     """The flags of :data:`OWNER_FLAGS` set on ``path`` (not followed if a link): 0 where
     the file system keeps none, ``None`` where it cannot be opened to ask."""
-    import fcntl
-    import struct
-
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
         fd = os.open(path, flags | (os.O_DIRECTORY if is_dir else 0))
     except OSError:
         return None
     try:
-        value = struct.unpack("=i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4])[0]
+        return _flags(fd) & OWNER_FLAGS
     except OSError:
         return 0  # (ENOTTY, EOPNOTSUPP: none kept)
     finally:
         os.close(fd)
-    return value & OWNER_FLAGS
 
 
 def clear_inode_flags(path):
@@ -379,17 +375,25 @@ def clear_inode_flags(path):
     import struct
 
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_dir(path)
     except OSError:
         return
     try:
-        value = struct.unpack("=i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4])[0]
+        value = _flags(fd)
         if value & OWNER_FLAGS:
             fcntl.ioctl(fd, FS_IOC_SETFLAGS, struct.pack("=i", value & ~OWNER_FLAGS) + bytes(4))
     except OSError:
         pass
     finally:
         os.close(fd)
+
+
+def _flags(fd):
+    """The inode flags of the open ``fd`` (``FS_IOC_GETFLAGS``; OSError where none)."""
+    import fcntl
+    import struct
+
+    return struct.unpack("=i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4])[0]
 
 
 def more_than(st, size):

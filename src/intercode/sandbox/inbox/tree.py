@@ -136,8 +136,7 @@ class Tree(hashing.Hashing):
         # the roots of the tree and of the scratch mounts as a load left them: {path:
         # mtime}, and the root's listing order of pristine names (see _record_roots)
         self._root_times = {}
-        self._root_order = None
-        self._root_record = None  # the root's (ino, ctime, vouch) at the last restore
+        self._root_order = None  # (the root's record is ``clean[""]``)
         self._tracked_cache = None  # (pristine, ignore, tracked, dirs): see _tracked
 
     # -- paths and listing -------------------------------------------------------------
@@ -205,7 +204,7 @@ class Tree(hashing.Hashing):
         for path, kind, mode, mtime_ns, payload in entries:
             new[path] = (kind, mode, mtime_ns, payload)
         self._switch(new)
-        self._root_record = None  # (the root's order is looked at)
+        self.clean.pop("", None)  # (the root's order is looked at)
         if self._root_order is not None:
             # a later load: the root keeps its order, the new tree's entries made after
             names = set(self._children(""))
@@ -238,7 +237,7 @@ class Tree(hashing.Hashing):
             os.close(fd)
         self._fix_root_times(paths)
         st = os.lstat(self.root)
-        self._root_record = (st.st_ino, st.st_ctime_ns, vouch_ns())
+        self.clean[""] = (st.st_ino, st.st_ctime_ns, vouch_ns())
 
     def _fix_root_times(self, paths):
         """Give the roots ``paths`` the times a load left them (access time: its
@@ -392,18 +391,22 @@ class Tree(hashing.Hashing):
         return self._restore_once()
 
     def _restore_once(self):
-        self._fix_mount_root(self.root, self.root_mode)
+        # the root unchanged since the last restore (its record, as any entry's): its mode,
+        # xattrs, flags and listing order are as that restore left them
+        root_kept = self._trusted("", os.lstat(self.root))
+        if not root_kept:
+            self._fix_mount_root(self.root, self.root_mode)
         grants = fsops.Grants(keep=True, bits=fsops.NEED_WRITE)
         dirty = set()  # the directories opened up by the scan get their mode back at the end
         current = self._scan(frozenset(), grants, descend=self._pristine_dir, opened=dirty)
         try:
             # no mapping may keep a removed or changed file's room while the tree is written
             self.views.keep(current, self._trusted)
-            return self._restore(current, dirty)
+            return self._restore(current, dirty, root_kept)
         finally:
             self.views.settle()
 
-    def _restore(self, current, dirty):
+    def _restore(self, current, dirty, root_kept):
         pristine = self.pristine
         doomed, refill = set(), set()
         tmpfs = self.empty_size is not None
@@ -418,9 +421,7 @@ class Tree(hashing.Hashing):
         self._remove(doomed | refill, current, dirty)
         stats = {"deleted": len(doomed), "written": 0}
         reorder = set()
-        record, root = self._root_record, os.lstat(self.root)
-        if record is None or record[:2] != (root.st_ino, root.st_ctime_ns) or (
-                root.st_ctime_ns >= record[2]):
+        if not root_kept:
             reorder.add("")  # (a rename in the root, even one undone, moves its listing)
         touched = self._write_pristine(current, doomed | refill, dirty, stats, reorder)
         touched += self._canonical_order(reorder, dirty, current)
@@ -432,12 +433,11 @@ class Tree(hashing.Hashing):
                 os.utime(path, ns=(want[2], want[2]), follow_symlinks=False)
                 touched.append(rel)
         self._fix_root_times([self.root])
+        touched.append("")  # (the root's record)
         vouch = vouch_ns()  # (read before the looks: see vouch_ns)
         for rel in touched:
             st = os.lstat(self.abspath(rel))
             self.clean[rel] = (st.st_ino, st.st_ctime_ns, vouch)
-        root = os.lstat(self.root)
-        self._root_record = (root.st_ino, root.st_ctime_ns, vouch)
         self._empty_scratch()
         return stats
 

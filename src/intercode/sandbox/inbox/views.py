@@ -110,7 +110,7 @@ class Views:
         try:
             now = os.fstat(fd)
             if (now.st_ino != st.st_ino or now.st_dev != st.st_dev or now.st_size != size
-                    or os.lseek(fd, 0, os.SEEK_HOLE) < size):  # (the caller preads)
+                    or not fsops.is_dense(fd, size)):  # (the caller preads)
                 return False
         except OSError:
             return False
