@@ -127,7 +127,11 @@ def test_a_file_that_changed_size_or_gained_a_hole_is_not_looked_at_through_its_
                 pytest.skip("no hole punching here")
     finally:
         os.close(fd)
-    assert os.lseek(os.open(path, os.O_RDONLY), 0, os.SEEK_HOLE) < len(FILES[rel])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert os.lseek(fd, 0, os.SEEK_HOLE) < len(FILES[rel])
+    finally:
+        os.close(fd)
     assert not tree._trusted(rel, os.lstat(path))
     assert tree.restore() == {"deleted": 0, "written": 1}
     with open(path, "rb") as f:
