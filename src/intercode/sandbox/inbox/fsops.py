@@ -404,6 +404,57 @@ def more_than(st, size):
     return st.st_size != size or st.st_blocks * 512 > -(-size // PAGE) * PAGE
 
 
+FRESH_TRIES = 6
+
+
+def fresh_ctimes(directory):
+    """Whether the file system of ``directory`` gives an inode a ctime of its own at every
+    change made after a look at it (``stat``), even within one tick of the coarse clock
+    it stamps from: Linux's multigrain timestamps (tmpfs, ext4, xfs, btrfs from 6.13),
+    where a look marks the ctime and the next change is stamped from the precise clock.
+
+    Tried on a file and a directory made for it in ``directory`` and removed: a look, a
+    change of the mode (and, for the file, a write), a look, :data:`FRESH_TRIES` times
+    each; ``True`` only if every change moved the ctime (a coarse clock keeps it for a
+    whole tick, so nearly every try of a file system without them fails). ``False``
+    when the place cannot be made or used."""
+    place = os.path.join(directory, ".intercode-ctime-%d-%d" % (os.getpid(), id(directory)))
+    try:
+        os.mkdir(place, 0o700)
+    except OSError:
+        return False
+    name = os.path.join(place, "f")
+    fd = -1
+    try:
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+        for i in range(FRESH_TRIES * 3):
+            before = os.lstat(place).st_ctime_ns, os.fstat(fd).st_ctime_ns
+            if i % 3 == 0:
+                os.fchmod(fd, 0o600 | (i % 2) << 6)
+            elif i % 3 == 1:
+                os.pwrite(fd, b"%d" % i, 0)
+            else:
+                os.chmod(place, 0o700 ^ (i % 2) << 3)
+            if (os.lstat(place).st_ctime_ns, os.fstat(fd).st_ctime_ns) == before:
+                return False
+        return True
+    except OSError:
+        return False
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+        try:
+            os.chmod(place, 0o700)
+            os.rmdir(place)
+        except OSError:
+            pass
+
+
 def has_agent_xattrs(path):
     """Whether ``path`` carries an xattr or ACL the pristine tree does not have."""
     try:

@@ -21,7 +21,8 @@ import time
 from . import fsops, hashing, views
 from .fsops import ancestors, join
 
-__all__ = ["DIR", "FILE", "LINK", "TRUST_NS", "Tree", "ancestors", "kind_of", "vouch_ns"]
+__all__ = ["DIR", "FILE", "LINK", "LOOKED", "TRUST_NS", "Tree", "ancestors", "kind_of",
+           "vouch_ns"]
 
 DIR, FILE, LINK = "d", "f", "l"
 
@@ -60,6 +61,10 @@ def vouch_ns():
     except (OSError, AttributeError):
         return time.time_ns() - TRUST_NS
 
+
+# the vouch of a record whose own look is its warrant (see Tree._trusted, fresh_ctimes):
+# never a time, so no ctime is before it
+LOOKED = -1
 
 # a restore that finds no room waits this long (s) before each new try: the agent's last
 # files may be freed only after its processes are gone (a file in flight on a unix socket
@@ -121,6 +126,9 @@ class Tree(hashing.Hashing):
         self.devs = frozenset((st.st_dev,))
         self.root_mode = stat.S_IMODE(st.st_mode) | 0o700
         self.empty_size = EMPTY_TMPFS_DIR if on_tmpfs(st.st_dev) else None
+        # whether a record may vouch by its own look (see _trusted): tried here, before
+        # anything of an agent's runs (the supervisor builds its tree at its start)
+        self.fresh_ctimes = fsops.fresh_ctimes(root)
         self.scratch_mounts = list(scratch_mounts)
         self.scratch_modes = {}
         for rel in self.scratch_mounts:
@@ -236,8 +244,7 @@ class Tree(hashing.Hashing):
         finally:
             os.close(fd)
         self._fix_root_times(paths)
-        st = os.lstat(self.root)
-        self.clean[""] = (st.st_ino, st.st_ctime_ns, vouch_ns())
+        self._record([""])
 
     def _fix_root_times(self, paths):
         """Give the roots ``paths`` the times a load left them (access time: its
@@ -348,7 +355,8 @@ class Tree(hashing.Hashing):
             if rel not in self.clean and state.get(rel) is record[3]:
                 # (a snapshot's record holds when it was read: it vouches from
                 # TRUST_NS before, as the snapshot's own next look trusts it)
-                self.clean[rel] = (record[0], record[1], record[2] - TRUST_NS if record[2] else 0)
+                self.clean[rel] = (record[0], record[1],
+                                   record[2] - TRUST_NS if record[2] else 0, None)
         try:
             return self.restore()
         finally:
@@ -434,12 +442,19 @@ class Tree(hashing.Hashing):
                 touched.append(rel)
         self._fix_root_times([self.root])
         touched.append("")  # (the root's record)
-        vouch = vouch_ns()  # (read before the looks: see vouch_ns)
-        for rel in touched:
-            st = os.lstat(self.abspath(rel))
-            self.clean[rel] = (st.st_ino, st.st_ctime_ns, vouch)
+        self._record(touched)
         self._empty_scratch()
         return stats
+
+    def _record(self, touched):
+        """Record the entries ``touched`` (written, compared or moved by this restore) as
+        they are now, once nothing more of the restore changes them: ``(inode, ctime,
+        vouch, mtime)``, trusted until one of them changes (see :meth:`_trusted`)."""
+        vouch = LOOKED if self.fresh_ctimes else vouch_ns()  # (read before the looks)
+        clean = self.clean
+        for rel in touched:
+            st = os.lstat(self.abspath(rel))
+            clean[rel] = (st.st_ino, st.st_ctime_ns, vouch, st.st_mtime_ns)
 
     def _pristine_dir(self, rel):
         want = self.pristine.get(rel)
@@ -462,7 +477,8 @@ class Tree(hashing.Hashing):
                 record = clean.get(rel)
                 if (record is not None and record[0] == st.st_ino
                         and record[1] == st.st_ctime_ns
-                        and st.st_ctime_ns < record[2]):
+                        and (st.st_ctime_ns < record[2]
+                             or (record[2] == LOOKED and record[3] == st.st_mtime_ns))):
                     want = pristine[rel]
                     same, read = (self._same_bytes(rel, st, want) if want[0] == FILE
                                   else (True, False))
@@ -701,11 +717,20 @@ class Tree(hashing.Hashing):
 
     def _trusted(self, rel, st):
         """Whether an entry is unchanged since the last restore, from its metadata alone:
-        the inode recorded, with the ctime recorded, stamped before the time the record
-        vouches from (see :func:`vouch_ns`; a change after it gets a ctime of its own)."""
+        the inode recorded, with the ctime recorded, and either stamped before the time
+        the record vouches from (see :func:`vouch_ns`; a change after it gets a ctime of
+        its own) or, where the file system gives every change after a look a ctime of its
+        own (``fresh_ctimes``), as the record's own look found it, mtime included.
+
+        The mtime, for directories: an unlink, a ``rmdir`` or a hard link in a directory
+        stamps the directory with the time of the inode it names, which is stamped from
+        the coarse clock when nothing looked at that inode, and so may be the ctime the
+        directory's record holds; its mtime then moves to that time, never one of the
+        pristine tree's. Its names are the scan's to check, whatever its trust."""
         record = self.clean.get(rel)
         return (record is not None and record[0] == st.st_ino and record[1] == st.st_ctime_ns
-                and st.st_ctime_ns < record[2])
+                and (st.st_ctime_ns < record[2]
+                     or (record[2] == LOOKED and record[3] == st.st_mtime_ns)))
 
     def _matches_pristine(self, rel, st):
         """Full comparison of an entry with its pristine state (xattrs included)."""
