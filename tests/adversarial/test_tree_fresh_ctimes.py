@@ -1,18 +1,23 @@
 """Records that vouch by their own look (``Tree.fresh_ctimes``), attacked.
 
 Where the file system gives every change made after a look at an inode a ctime of its
-own (Linux's multigrain timestamps), a restore trusts what it recorded at once, instead
-of from the next tick of the coarse clock. These tests change entries right after a
-restore, in the tick of its records, in every way an agent can, and check that the next
-restore and the diff see it; among them the one change that stamps a directory with
-another inode's time (a hard link made and removed in it).
+own (Linux's multigrain timestamps), a restore trusts the files and links it recorded at
+once, instead of from the next tick of the coarse clock. These tests change entries
+right after a restore, in the tick of its records, in every way an agent can, and check
+that the next restore and the diff see it. Directories keep the coarse clock's rule: a
+hard link made and removed in one stamps it with another inode's time and clears the
+mark a look left on it, so that its own changes in that tick could keep its ctime.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import stat
+import struct
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -179,33 +184,64 @@ def test_a_change_in_the_tick_of_the_restores_records_is_undone(place, change):
     brings the tree back."""
     tree = _fresh_tree(place)
     for _ in range(30):
-        os.listdir(tree.abspath("w"))  # (its access time moves: the restore touches it)
+        os.listdir(tree.abspath("w"))  # (access times move: the restore touches them)
+        with open(tree.abspath("w/a.txt"), "rb") as f:
+            f.read()
         tree.restore()
-        assert tree.clean["w"][2] == LOOKED
+        assert tree.clean["w/a.txt"][2] == LOOKED
         CHANGES[change](tree, place)
         tree.restore()
         assert _is_pristine(tree), change
 
 
-def test_a_directory_stamped_with_another_inodes_time_is_not_trusted(place):
-    """A hard link made and removed right after a restore leaves the directory's ctime
-    the one its record holds (it takes the coarse time of the inode linked, which nothing
-    looked at), and only its mtime says it changed: the restore gives that back."""
+def _dir_mode(path: str, mtime: int) -> None:
+    os.chmod(path, 0o777)
+    os.utime(path, ns=(mtime, mtime))
+
+
+def _dir_flag(path: str, mtime: int) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.ioctl(fd, fsops.FS_IOC_SETFLAGS, struct.pack("=i", 0x80) + bytes(4))  # +A
+    finally:
+        os.close(fd)
+    os.utime(path, ns=(mtime, mtime))
+
+
+def _dir_order(path: str, mtime: int) -> None:
+    """A rename out and back (no listing: a listing's ``fstat`` would look at it)."""
+    name = "a.txt" if os.path.basename(path) == "w" else "w"
+    os.rename(os.path.join(path, name), os.path.join(path, ".moved"))
+    os.rename(os.path.join(path, ".moved"), os.path.join(path, name))
+    os.utime(path, ns=(mtime, mtime))
+
+
+def _dir_state(path: str) -> tuple[int, int, list[str]]:
+    st = os.lstat(path)
+    return stat.S_IMODE(st.st_mode), fsops.inode_flags(path, True), os.listdir(path)
+
+
+@pytest.mark.parametrize("target", ["w", ""], ids=["a directory", "the root"])
+@pytest.mark.parametrize("change", [_dir_mode, _dir_flag, _dir_order],
+                         ids=["mode", "flag", "listing order"])
+def test_a_directory_stamped_with_another_inodes_time_keeps_nothing(place, target, change):
+    """A hard link made and removed in a directory right after a restore stamps it with
+    the time of the inode linked (the coarse clock's: nothing looked at it), which also
+    clears the mark the restore's look left: its mode, a flag or its listing order
+    changed next, and its mtime put back, keep the ctime its record holds. A directory
+    is trusted by the coarse clock's rule only, so the next restore undoes them."""
     tree = _fresh_tree(place)
-    kept = 0
+    path = tree.abspath(target)
+    pristine = _dir_state(path)
+    mtime = os.lstat(path).st_mtime_ns
     for _ in range(30):
-        os.listdir(tree.abspath("w"))
+        os.listdir(path)  # its access time moves: the restore stamps it last thing
         tree.restore()
-        record = tree.clean["w"]
-        _hard_link_made_and_removed(tree, place)
-        st = os.lstat(tree.abspath("w"))
-        if st.st_ctime_ns == record[1]:
-            kept += 1
-            assert st.st_mtime_ns != EPOCH and not tree._trusted("w", st)
+        os.link(os.path.join(place, "x"), os.path.join(path, ".n"))
+        os.unlink(os.path.join(path, ".n"))
+        change(path, mtime)
         tree.restore()
-        assert os.lstat(tree.abspath("w")).st_mtime_ns == EPOCH
-    if not kept:
-        pytest.skip("no link kept the directory's ctime here (nothing for the mtime to catch)")
+        assert _dir_state(path) == pristine
 
 
 def test_a_change_in_the_tick_of_the_records_shows_in_the_diff(place):
@@ -219,12 +255,14 @@ def test_a_change_in_the_tick_of_the_records_shows_in_the_diff(place):
 
 
 def test_an_unchanged_tree_is_trusted_at_the_next_restore(place):
-    """What the rule is for: an entry the restore touched (here: directories and a file
-    whose access time it gave back) is trusted at the next restore, not compared."""
+    """What the rule is for: a file or link the restore touched (here: a file whose access
+    time it gave back) is trusted at the next restore, not compared."""
     tree = _fresh_tree(place)
-    os.listdir(tree.abspath("w"))
+    time.sleep(0.05)  # (the directories: trusted once a tick older than their records)
+    tree.restore()
     with open(tree.abspath("w/a.txt"), "rb") as f:
         f.read()
+    os.readlink(tree.abspath("w/ln"))
     tree.restore()
     compared = []
     real = tree._matches_pristine

@@ -62,8 +62,8 @@ def vouch_ns():
         return time.time_ns() - TRUST_NS
 
 
-# the vouch of a record whose own look is its warrant (see Tree._trusted, fresh_ctimes):
-# never a time, so no ctime is before it
+# the vouch of a file's or link's record whose own look is its warrant (see
+# Tree._trusted, fresh_ctimes): never a time, so no ctime is before it
 LOOKED = -1
 
 # a restore that finds no room waits this long (s) before each new try: the agent's last
@@ -355,8 +355,7 @@ class Tree(hashing.Hashing):
             if rel not in self.clean and state.get(rel) is record[3]:
                 # (a snapshot's record holds when it was read: it vouches from
                 # TRUST_NS before, as the snapshot's own next look trusts it)
-                self.clean[rel] = (record[0], record[1],
-                                   record[2] - TRUST_NS if record[2] else 0, None)
+                self.clean[rel] = (record[0], record[1], record[2] - TRUST_NS if record[2] else 0)
         try:
             return self.restore()
         finally:
@@ -449,12 +448,14 @@ class Tree(hashing.Hashing):
     def _record(self, touched):
         """Record the entries ``touched`` (written, compared or moved by this restore) as
         they are now, once nothing more of the restore changes them: ``(inode, ctime,
-        vouch, mtime)``, trusted until one of them changes (see :meth:`_trusted`)."""
-        vouch = LOOKED if self.fresh_ctimes else vouch_ns()  # (read before the looks)
+        vouch)`` (see :meth:`_trusted`). A directory's vouch is always the coarse clock's."""
+        coarse = vouch_ns()  # (read before the looks: see vouch_ns)
+        looked = LOOKED if self.fresh_ctimes else coarse
         clean = self.clean
         for rel in touched:
             st = os.lstat(self.abspath(rel))
-            clean[rel] = (st.st_ino, st.st_ctime_ns, vouch, st.st_mtime_ns)
+            clean[rel] = (st.st_ino, st.st_ctime_ns,
+                          coarse if stat.S_ISDIR(st.st_mode) else looked)
 
     def _pristine_dir(self, rel):
         want = self.pristine.get(rel)
@@ -477,8 +478,7 @@ class Tree(hashing.Hashing):
                 record = clean.get(rel)
                 if (record is not None and record[0] == st.st_ino
                         and record[1] == st.st_ctime_ns
-                        and (st.st_ctime_ns < record[2]
-                             or (record[2] == LOOKED and record[3] == st.st_mtime_ns))):
+                        and (st.st_ctime_ns < record[2] or record[2] == LOOKED)):
                     want = pristine[rel]
                     same, read = (self._same_bytes(rel, st, want) if want[0] == FILE
                                   else (True, False))
@@ -719,18 +719,19 @@ class Tree(hashing.Hashing):
         """Whether an entry is unchanged since the last restore, from its metadata alone:
         the inode recorded, with the ctime recorded, and either stamped before the time
         the record vouches from (see :func:`vouch_ns`; a change after it gets a ctime of
-        its own) or, where the file system gives every change after a look a ctime of its
-        own (``fresh_ctimes``), as the record's own look found it, mtime included.
+        its own) or, for a file or a link where the file system gives every change made
+        after a look a ctime of its own (``fresh_ctimes``), vouched by the record's own
+        look (:data:`LOOKED`).
 
-        The mtime, for directories: an unlink, a ``rmdir`` or a hard link in a directory
-        stamps the directory with the time of the inode it names, which is stamped from
-        the coarse clock when nothing looked at that inode, and so may be the ctime the
-        directory's record holds; its mtime then moves to that time, never one of the
-        pristine tree's. Its names are the scan's to check, whatever its trust."""
+        Never a directory by its look: an unlink, a ``rmdir`` or a hard link in a
+        directory stamps it with the time of the inode it names (the coarse clock's when
+        nothing looked at that inode), which also clears the mark the look left on the
+        directory, so its own changes in the same tick (mode, flags, times, a rename in
+        it) may keep the ctime recorded. Nothing stamps a file or a link with another
+        inode's time."""
         record = self.clean.get(rel)
         return (record is not None and record[0] == st.st_ino and record[1] == st.st_ctime_ns
-                and (st.st_ctime_ns < record[2]
-                     or (record[2] == LOOKED and record[3] == st.st_mtime_ns)))
+                and (st.st_ctime_ns < record[2] or record[2] == LOOKED))
 
     def _matches_pristine(self, rel, st):
         """Full comparison of an entry with its pristine state (xattrs included)."""
