@@ -124,3 +124,53 @@ def test_a_snapshot_restored_after_the_diff_makes_the_reset_look_again(env):
     box.tree_restore(7, "/")
     assert not _reset(env, box)
     assert _left(box).split() == ["755"]
+
+
+# a child of the shell: copies bash's saved copies of the protocol descriptors (while an
+# action runs, fds 10, 11 and 12 hold 60, 62 and 63) and waits
+GRAB = """
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(os.getppid())
+for src, dst in ((10, 60), (11, 62), (12, 63)):
+    fd = libc.syscall(438, pidfd, src, 0)  # pidfd_getfd
+    os.dup2(fd, dst, inheritable=False)
+open("/tmp/.grabbed", "w").close()
+signal.pause()
+"""
+# the shell's process, running another program: takes them back, ends the child, says
+# the action ended as the loop would, and waits for the next action as the loop does
+BECOME = """
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(int(sys.argv[2]))
+for n in (60, 62, 63):
+    os.dup2(libc.syscall(438, pidfd, n, 0), n, inheritable=False)
+os.kill(int(sys.argv[2]), signal.SIGKILL)
+os.waitpid(int(sys.argv[2]), 0)
+os.unlink("/tmp/.grabbed")
+os.write(62, ("%s 0 /\\0" % sys.argv[1]).encode())
+while True:
+    os.read(63, 1)
+"""
+
+
+def test_a_shell_that_runs_another_program_is_never_still(env):
+    """The agent's action runs another program in the shell's own process (``exec``),
+    which speaks the shell's protocol and waits for the next action as the shell does:
+    such a program could arm a timer and change the tree between the reset's last look
+    at the shell and its kill (a red-team review did, with a native signal handler). Its
+    stack is elsewhere than the bash the supervisor spawned: the diff's look is never
+    kept for it."""
+    box = _box(env)
+    _diff(box)  # (the spawned bash, still: kept)
+    grab = GRAB.replace("'", "'\\''")
+    become = BECOME.replace("'", "'\\''")
+    result = box.run(f"python3 -c '{grab}' & while [ ! -e /tmp/.grabbed ]; do :; done; "
+                     f"exec python3 -c '{become}' \"$__ic_seq\" $!")
+    assert result.exit_code == 0
+    assert box.diff(IGNORED_NAMES) == []
+    assert not box.diff_kept
+    assert not _reset(env, box)
+    assert box.run("echo ok").output.strip() == "ok"
+
