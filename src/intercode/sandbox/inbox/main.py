@@ -29,7 +29,7 @@ NEW_EPISODE = ("load", "reset")  # where a limit that cannot be set again spends
 KEEPS_LOOK = ("status", "load", "reset")
 # s between tries of a diff to find the shell still: it writes an action's status, then
 # goes back to its read (see shell.LOOP), and the host may ask for the diff at once
-STILL_WAITS = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0)
+STILL_WAITS = (0.0001, 0.0002, 0.0004, 0)
 WATCH_AFTER_THAW = 0.005  # s: first check of the limits after stopped processes go on
 RLIMITS = {
     "memory": resource.RLIMIT_AS,
@@ -361,7 +361,7 @@ class Supervisor(snaps.Snapshots):
         mark = self.kept = None  # (an older diff's look, if any, goes)
         for wait in STILL_WAITS:  # (the shell's loop reaches its read just after its status)
             mark = shell.still_mark(self.shell, {1, os.getpid()})
-            if mark is not None or not shell.running(self.shell.pid):
+            if mark is not None or self.shell.pid is None:
                 break
             time.sleep(wait)
         changes = self.tree.status(msg.get("ignore", []), keep=mark is not None)

@@ -627,17 +627,6 @@ def still_mark(the_shell, own):
     return pid, runs
 
 
-def running(pid):
-    """Whether process ``pid`` is running or ready to run (state ``R``)."""
-    if pid is None:
-        return False
-    try:
-        data = proc_read("%d/stat" % pid)
-    except OSError:
-        return False
-    return data[data.rfind(b")") + 2:][:1] == b"R"
-
-
 ADDR_NO_RANDOMIZE = 0x0040000
 _RANDOM_STACKS = []
 
