@@ -27,9 +27,6 @@ NEW_EPISODE = ("load", "reset")  # where a limit that cannot be set again spends
 # requests after which a diff's look still shows the tree, for the next reset to take it
 # (see Supervisor.op_status); a ``hashes`` may follow a link (its access time moves)
 KEEPS_LOOK = ("status", "load", "reset")
-# s between tries of a diff to find the shell still: it writes an action's status, then
-# goes back to its read (see shell.LOOP), and the host may ask for the diff at once
-STILL_WAITS = (0.0001, 0.0002, 0.0004, 0)
 WATCH_AFTER_THAW = 0.005  # s: first check of the limits after stopped processes go on
 RLIMITS = {
     "memory": resource.RLIMIT_AS,
@@ -358,12 +355,7 @@ class Supervisor(snaps.Snapshots):
     def op_status(self, msg, blob):
         """The diff. When nothing of the agent's can run (see ``shell.still_mark``), its
         look is kept for the next reset, which takes it if nothing ran since either."""
-        mark = self.kept = None  # (an older diff's look, if any, goes)
-        for wait in STILL_WAITS:  # (the shell's loop reaches its read just after its status)
-            mark = shell.still_mark(self.shell, {1, os.getpid()})
-            if mark is not None or self.shell.pid is None:
-                break
-            time.sleep(wait)
+        mark = shell.still_mark(self.shell.pid, {1, os.getpid()})
         changes = self.tree.status(msg.get("ignore", []), keep=mark is not None)
         if mark is not None and self.tree.kept_scan is not None:
             self.kept = (mark, self.tree_id, self.tree.kept_scan)
@@ -376,7 +368,7 @@ class Supervisor(snaps.Snapshots):
         kept, self.kept = self.kept, None
         if kept is None or kept[1] != tree_id or self.held:
             return None
-        if shell.still_mark(self.shell, {1, os.getpid()}) != kept[0]:
+        if shell.still_mark(self.shell.pid, {1, os.getpid()}) != kept[0]:
             return None
         return kept[2]
 

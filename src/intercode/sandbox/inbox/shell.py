@@ -148,7 +148,6 @@ class Shell:
         self.data = b""  # what the SQL engine starts with (the host's database images)
         self.zygote = None  # the Python interpreters' clean parent (see zygote)
         self.go_w = None  # the go pipe of a bash begun and waiting for its directory
-        self.bash_stack = None  # where the bash spawned last has its stack (see still_mark)
         # the supervisor's limits once set up (see rlimits): of every process started here
         self.rlimits = rlimits.current()
         self.limits_text = None  # ... as /proc/<pid>/limits shows them
@@ -259,14 +258,11 @@ class Shell:
         argv = [self.shell_path, "--norc", "--noprofile", "-c", script, self.shell_path]
         if prelude is not None:
             argv.append(prelude)
-        pid = self._launch(argv, actions, self.static_exe or self.shell_path)
-        self.bash_stack = stack_of(pid) if stacks_random() else None  # (bash runs now)
-        return pid
+        return self._launch(argv, actions, self.static_exe or self.shell_path)
 
     def _launch(self, argv, actions=(), exe=None):
         """posix_spawn ``argv`` (``exe``: the program, else ``argv[0]``) as the shell: its
         descriptors, signals and session."""
-        self.bash_stack = None
         action_r, output_w, status_w = self.fds
         return os.posix_spawn(
             exe or argv[0],
@@ -287,7 +283,6 @@ class Shell:
         )
 
     def _fork_python(self, cwd):
-        self.bash_stack = None
         spare, self.spare = self.spare, None
         if spare is not None and (dying(spare[0]) or (
                 self.limits_text is not None and not same_limits(spare[0], self.limits_text))):
@@ -596,72 +591,29 @@ def blocked_reading(pid, fd=None):
     return single_threaded(pid)
 
 
-def still_mark(the_shell, own):
+def still_mark(shell_pid, own):
     """What shows that nothing of the agent's can run: ``(pid, runs)`` when the only
-    processes of the namespace are ``own`` (pid 1, the supervisor) and the shell, a bash
-    the supervisor spawned that still runs that program (see :func:`stack_of`), one
-    thread blocked reading its action descriptor, and ``runs`` is how many times the
-    kernel has run it (``/proc/<pid>/schedstat``); else ``None``.
+    processes of the namespace are ``own`` (pid 1, the supervisor) and the shell
+    ``shell_pid``, one thread blocked reading its action descriptor, and ``runs`` is how
+    many times the kernel has run it (``/proc/<pid>/schedstat``); else ``None``.
 
     Taken again later, the same mark means that nothing ran in between: the shell ran
     not once (every run counts), and no other process can have been born (only a
     running one forks, and the supervisor's own starts are requests of their own).
     The count is read first, so a run that ends before the other looks still shows in
-    the next mark. Nor can anything run between the mark and a kill right after it: a
-    bash blocked so wakes only for its next action (the host's), a signal (no other
-    process is left to send one) or a child's end (none is left); it cannot arm a
-    timer. A program the agent ran in the shell's process with ``exec`` could (an
-    interval timer outlives even a later ``exec`` of bash): its stack is elsewhere."""
-    pid, stack = the_shell.pid, the_shell.bash_stack
-    if pid is None or stack is None:
+    the next mark."""
+    if shell_pid is None:
         return None
     try:
-        runs = proc_read("%d/schedstat" % pid).split()[2]
+        runs = proc_read("%d/schedstat" % shell_pid).split()[2]
     except (OSError, IndexError):
         return None
-    if not blocked_reading(pid, ACTION_FD) or stack_of(pid) != stack:
+    if not blocked_reading(shell_pid, ACTION_FD):
         return None
     names = {name for name in os.listdir(PROC_FD) if name.isdigit()}
-    if names != {str(p) for p in (*own, pid)}:
+    if names != {str(pid) for pid in (*own, shell_pid)}:
         return None
-    return pid, runs
-
-
-ADDR_NO_RANDOMIZE = 0x0040000
-_RANDOM_STACKS = []
-
-
-def stacks_random():
-    """Whether each program started here gets its stack at a place of its own, drawn at
-    random (the kernel's ``randomize_va_space``, and no ``ADDR_NO_RANDOMIZE`` in this
-    process's personality, which its children inherit): what tells one program of a
-    process from the next (:func:`stack_of`). Read once."""
-    if not _RANDOM_STACKS:
-        try:
-            import ctypes
-
-            # (asked of the kernel: a process that is not dumpable, as pid 1, may not read
-            # its own /proc/self/personality)
-            persona = ctypes.CDLL(None, use_errno=True).personality(0xFFFFFFFF)
-            on = (int(proc_read("sys/kernel/randomize_va_space")) >= 1
-                  and persona >= 0 and not persona & ADDR_NO_RANDOMIZE)
-        except (OSError, ValueError, AttributeError):
-            on = False
-        _RANDOM_STACKS.append(on)
-    return _RANDOM_STACKS[0]
-
-
-def stack_of(pid):
-    """Where the program process ``pid`` runs has its stack (``startstack`` of its
-    ``stat``): set when the program starts, so another program the process starts
-    (``exec``) has it elsewhere; ``None`` if it cannot be read (0 shows where we may not
-    look: a program that is not dumpable)."""
-    try:
-        data = proc_read("%d/stat" % pid)
-        value = int(data[data.rfind(b")") + 2:].split()[25])
-    except (OSError, IndexError, ValueError):
-        return None
-    return value or None
+    return shell_pid, runs
 
 
 def single_threaded(pid):
