@@ -169,10 +169,6 @@ class SupervisedSandbox(base.Sandbox, base.Snapshots):
         self._drops: list[int] = []  # snapshots released, forgotten with the next request
         self._held_drops: list[int] = []
         self._tree_id: str | None = None
-        # what the last load or reset reported of itself (its restore's counts and times),
-        # and whether the last diff's look was kept for the next one (see inbox/main.py)
-        self.reset_stats: dict[str, Any] = {}
-        self.diff_kept = False
         self._booting = False  # spawned by begin(), not known ready yet
         self._held_pending: int | None = None  # a held copy's registration not confirmed
         self._code_asked = False  # this start asked the supervisor for its compiled code
@@ -363,8 +359,6 @@ class SupervisedSandbox(base.Sandbox, base.Snapshots):
 
     def _after_new_shell(self, reply: dict[str, Any], cwd: str) -> None:
         assert self._io is not None
-        stats = reply.get("stats")
-        self.reset_stats = dict(stats) if isinstance(stats, dict) else {}
         if reply.get("stats", {}).get("snapshots_cleared"):
             self._drops, self._held_drops = [], []
         self._io.discard_output()
@@ -442,7 +436,6 @@ class SupervisedSandbox(base.Sandbox, base.Snapshots):
     def diff(self, ignore: Sequence[str] = ()) -> list[Change]:
         """Changes against the pristine tree, as upstream's ``git status --short``."""
         reply, _ = self._request({"op": "status", "ignore": list(ignore)})
-        self.diff_kept = bool(reply.get("kept_look"))
         return [Change(path, code) for path, code in reply["changes"]]
 
     def hashes(self, paths: Sequence[str]) -> dict[str, str]:

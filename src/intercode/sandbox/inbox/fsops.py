@@ -21,10 +21,6 @@ NEED_WRITE = 0o700
 BLOCK = 1 << 20
 # xattrs an unprivileged owner can set (user.*, POSIX ACLs); the pristine tree has none
 AGENT_XATTRS = ("user.", "system.posix_acl_")
-# how many times a look of the supervisor's changed the tree: a mode opened up (and put
-# back: a new ctime), an access time moved where O_NOATIME was refused. A scan kept for
-# the next restore (see Tree.status) holds only while this stays the same.
-TOUCHES = [0]
 
 
 def ancestors(rel):
@@ -55,7 +51,6 @@ class Grants:
         mode = stat.S_IMODE(st.st_mode)
         if mode & bits == bits or os.access(path, _access_mode(bits), follow_symlinks=False):
             return False  # a root (the host's tests) reads through modes anyway
-        TOUCHES[0] += 1
         os.chmod(path, mode | bits)
         self.changed.append((path, mode))
         return True
@@ -84,7 +79,6 @@ def open_dir(path, flags=DIR_FLAGS):
     try:
         return os.open(path, flags | NOATIME)
     except PermissionError:
-        TOUCHES[0] += 1
         return os.open(path, flags)
 
 
@@ -283,7 +277,6 @@ def open_regular(path, st, follow, grants):
     try:  # without moving the access time (find -atime), where the owner may ask that
         fd = os.open(path, flags | NOATIME)
     except PermissionError:
-        TOUCHES[0] += 1
         try:
             fd = os.open(path, flags)
         except PermissionError:

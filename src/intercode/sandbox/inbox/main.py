@@ -24,9 +24,6 @@ PR_SET_DUMPABLE = 4
 LOW_FD = 64  # where the host's descriptors are moved: just above the shell's fixed ones
 NO_REPLY = ("freeze", "thaw")  # requests the host does not wait for (see freezer)
 NEW_EPISODE = ("load", "reset")  # where a limit that cannot be set again spends the sandbox
-# requests after which a diff's look still shows the tree, for the next reset to take it
-# (see Supervisor.op_status); a ``hashes`` may follow a link (its access time moves)
-KEEPS_LOOK = ("status", "load", "reset")
 WATCH_AFTER_THAW = 0.005  # s: first check of the limits after stopped processes go on
 RLIMITS = {
     "memory": resource.RLIMIT_AS,
@@ -48,7 +45,6 @@ class Supervisor(snaps.Snapshots):
         self.shell = shell.Shell(cfg["shell"], fds["action_r"], fds["output_w"],
                                  fds["status_w"], cfg["env"])
         self.tree_id = None
-        self.kept = None  # (mark, tree id, kept scan) of the last diff: see op_status
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         watch = cfg.get("watch", {})
         self.watch_interval = watch.get("interval", 0.1)
@@ -166,8 +162,6 @@ class Supervisor(snaps.Snapshots):
             self.register_held(msg)
             return
         handler = getattr(self, "op_" + str(op), None)
-        if op not in KEEPS_LOOK:
-            self.kept = None  # (see op_status)
         started = time.perf_counter()
         try:
             rlimits.apply(self.limits, strict=op in NEW_EPISODE)
@@ -287,14 +281,12 @@ class Supervisor(snaps.Snapshots):
     def op_load(self, msg, blob):
         """Make a new tree pristine (skipped if it is already the loaded one)."""
         t0 = time.perf_counter()
-        same = msg.get("tree_id") is not None and msg["tree_id"] == self.tree_id
-        kept = self._take_kept(self.tree_id)
         self._kill(keep=())
         self.init_snapshots()
         self.freezer.held = self.held
         t1 = time.perf_counter()
-        if same:
-            stats = self.tree.restore(kept)  # (a kept look of another tree is refused)
+        if msg.get("tree_id") is not None and msg["tree_id"] == self.tree_id:
+            stats = self.tree.restore()
         elif "entries" not in msg:
             raise ValueError("tree %r is not loaded in this sandbox" % (msg.get("tree_id"),))
         else:
@@ -305,20 +297,19 @@ class Supervisor(snaps.Snapshots):
         self._spawn_shell(msg.get("cwd", "/"))
         t3 = time.perf_counter()
         stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3, spawn_ms=(t3 - t2) * 1e3,
-                     snapshots_cleared=True, kept_look=kept is not None and self.tree.took_kept)
+                     snapshots_cleared=True)
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_reset(self, msg, blob):
         """Kill everything, restore the pristine tree, start a fresh shell."""
         t0 = time.perf_counter()
-        kept = self._take_kept(self.tree_id)
         self._kill(keep=())
         self.init_snapshots()
         self.freezer.held = self.held
         t1 = time.perf_counter()
         self._begin_shell()
         try:
-            stats = self.tree.restore(kept)
+            stats = self.tree.restore()
         except BaseException:
             self.shell.abandon()
             raise
@@ -326,7 +317,7 @@ class Supervisor(snaps.Snapshots):
         self._spawn_shell(msg.get("cwd", "/"))
         t3 = time.perf_counter()
         stats.update(kill_ms=(t1 - t0) * 1e3, restore_ms=(t2 - t1) * 1e3, spawn_ms=(t3 - t2) * 1e3,
-                     snapshots_cleared=True, kept_look=kept is not None and self.tree.took_kept)
+                     snapshots_cleared=True)
         return {"stats": stats, "shell_pid": self.shell.pid}, b""
 
     def op_interrupt(self, msg, blob):
@@ -353,24 +344,7 @@ class Supervisor(snaps.Snapshots):
         return {"cwd": cwd, "shell_pid": self.shell.pid}, b""
 
     def op_status(self, msg, blob):
-        """The diff. When nothing of the agent's can run (see ``shell.still_mark``), its
-        look is kept for the next reset, which takes it if nothing ran since either."""
-        mark = shell.still_mark(self.shell.pid, {1, os.getpid()})
-        changes = self.tree.status(msg.get("ignore", []), keep=mark is not None)
-        if mark is not None and self.tree.kept_scan is not None:
-            self.kept = (mark, self.tree_id, self.tree.kept_scan)
-        return {"changes": changes, "kept_look": self.kept is not None}, b""
-
-    def _take_kept(self, tree_id):
-        """The look the last diff kept (see :meth:`op_status`), if it still shows the
-        tree: nothing but another diff came since, no process of the agent's ran since
-        (the same mark), and the tree to restore is the one it looked at; else None."""
-        kept, self.kept = self.kept, None
-        if kept is None or kept[1] != tree_id or self.held:
-            return None
-        if shell.still_mark(self.shell.pid, {1, os.getpid()}) != kept[0]:
-            return None
-        return kept[2]
+        return {"changes": self.tree.status(msg.get("ignore", []))}, b""
 
     def op_hashes(self, msg, blob):
         return {"hashes": self.tree.hashes(msg["paths"])}, b""

@@ -591,31 +591,6 @@ def blocked_reading(pid, fd=None):
     return single_threaded(pid)
 
 
-def still_mark(shell_pid, own):
-    """What shows that nothing of the agent's can run: ``(pid, runs)`` when the only
-    processes of the namespace are ``own`` (pid 1, the supervisor) and the shell
-    ``shell_pid``, one thread blocked reading its action descriptor, and ``runs`` is how
-    many times the kernel has run it (``/proc/<pid>/schedstat``); else ``None``.
-
-    Taken again later, the same mark means that nothing ran in between: the shell ran
-    not once (every run counts), and no other process can have been born (only a
-    running one forks, and the supervisor's own starts are requests of their own).
-    The count is read first, so a run that ends before the other looks still shows in
-    the next mark."""
-    if shell_pid is None:
-        return None
-    try:
-        runs = proc_read("%d/schedstat" % shell_pid).split()[2]
-    except (OSError, IndexError):
-        return None
-    if not blocked_reading(shell_pid, ACTION_FD):
-        return None
-    names = {name for name in os.listdir(PROC_FD) if name.isdigit()}
-    if names != {str(pid) for pid in (*own, shell_pid)}:
-        return None
-    return shell_pid, runs
-
-
 def single_threaded(pid):
     """Whether process ``pid`` runs one thread (``False`` if it is gone)."""
     try:

@@ -115,13 +115,6 @@ def held_size(value):
     return ENTRY_OVERHEAD + (len(payload) if payload else 0)
 
 
-def _shown(rel, tracked_dirs, ignore):
-    """Whether the diff's own look would have found ``rel``: in the root or a tracked
-    directory, and not named in ``ignore`` (see :meth:`Tree.status`)."""
-    parent, _, name = rel.rpartition("/")
-    return name not in ignore and (not parent or parent in tracked_dirs)
-
-
 class Tree(hashing.Hashing):
     """One writable root and the pristine state it returns to at every restore."""
 
@@ -153,8 +146,6 @@ class Tree(hashing.Hashing):
         self._root_times = {}
         self._root_order = None  # (the root's record is ``clean[""]``)
         self._tracked_cache = None  # (pristine, ignore, tracked, dirs): see _tracked
-        self.kept_scan = None  # (pristine, scan, fsops.TOUCHES): see status
-        self.took_kept = False  # whether the last restore took a kept scan
 
     # -- paths and listing -------------------------------------------------------------
 
@@ -387,34 +378,26 @@ class Tree(hashing.Hashing):
 
     # -- restore -----------------------------------------------------------------------
 
-    def restore(self, kept=None):
+    def restore(self):
         """Bring the tree back to the pristine state, touching only what changed.
 
         Only pristine directories are listed; anything else found in them is removed
         whole, whatever its modes, depth or kind. Where the file system has no room
         left, tried again after each of :data:`ROOM_WAITS`. The kernel is first asked to
         let go of the files the agent's processes left in flight on unix sockets.
-
-        ``kept``: a :attr:`kept_scan`, taken in place of the restore's own look (once:
-        a try again looks anew) when it was taken of this pristine state and nothing of
-        the supervisor's changed the tree since (``fsops.TOUCHES``). Only for a caller
-        that knows no process changed the tree since that look either.
         """
         fsops.collect_unix_sockets()  # (the agent's processes are gone: see the function)
-        if kept is not None and (kept[0] is not self.pristine or kept[2] != fsops.TOUCHES[0]):
-            kept = None
         for wait in ROOM_WAITS:
             try:
-                return self._restore_once(None if kept is None else kept[1])
+                return self._restore_once()
             except OSError as exc:
                 if exc.errno != errno.ENOSPC:
                     raise
-            kept = None
             fsops.collect_unix_sockets()
             time.sleep(wait)
         return self._restore_once()
 
-    def _restore_once(self, scan=None):
+    def _restore_once(self):
         # the root unchanged since the last restore (its record, as any entry's): its mode,
         # xattrs, flags and listing order are as that restore left them
         root_kept = self._trusted("", os.lstat(self.root))
@@ -422,12 +405,10 @@ class Tree(hashing.Hashing):
             self._fix_mount_root(self.root, self.root_mode)
         grants = fsops.Grants(keep=True, bits=fsops.NEED_WRITE)
         dirty = set()  # the directories opened up by the scan get their mode back at the end
-        current = scan if scan is not None else self._scan(
-            frozenset(), grants, descend=self._pristine_dir, opened=dirty)
+        current = self._scan(frozenset(), grants, descend=self._pristine_dir, opened=dirty)
         try:
             # no mapping may keep a removed or changed file's room while the tree is written
             self.views.keep(current, self._trusted)
-            self.took_kept = scan is not None
             return self._restore(current, dirty, root_kept)
         finally:
             self.views.settle()
@@ -849,7 +830,7 @@ class Tree(hashing.Hashing):
 
     # -- diff (what `git status --short` reported upstream) -----------------------------
 
-    def status(self, ignore_names, keep=False):
+    def status(self, ignore_names):
         """Return sorted ``[path, code]`` pairs as upstream's ``git status --short`` did.
 
         Tracked paths are the pristine files and symlinks; directories are not
@@ -858,24 +839,12 @@ class Tree(hashing.Hashing):
         ``.git``, which git never lists (nested repositories are not modelled).
         Modes other than the owner's execute bit of files, and xattrs, do not count
         (git ignores them); a tracked file that cannot be read counts as modified.
-
-        ``keep``: the look is the one a restore takes (every pristine directory, nothing
-        pruned; the diff takes its part), and it is kept as :attr:`kept_scan` for the
-        caller to hand to the next :meth:`restore`, unless the look changed anything (a
-        mode opened up, see ``fsops.TOUCHES``).
         """
         ignore = frozenset(ignore_names).union((".git",))
         tracked, tracked_dirs = self._tracked(ignore)
         grants = fsops.Grants()
-        self.kept_scan = None
-        touches = fsops.TOUCHES[0]
         try:
-            if keep:
-                scan = self._scan(frozenset(), grants, descend=self._pristine_dir)
-                current = {rel: st for rel, st in scan.items()
-                           if _shown(rel, tracked_dirs, ignore)}
-            else:
-                current = self._scan(ignore, grants, descend=tracked_dirs.__contains__)
+            current = self._scan(ignore, grants, descend=tracked_dirs.__contains__)
             changes = []
             for rel, entry in tracked.items():
                 code = self._tracked_code(rel, entry, current.get(rel), grants)
@@ -890,8 +859,6 @@ class Tree(hashing.Hashing):
                 elif kind == DIR and rel not in tracked_dirs and self._shows_files(
                         rel, st, ignore, grants):
                     changes.append([rel + "/", "??"])
-            if keep and touches == fsops.TOUCHES[0]:
-                self.kept_scan = (self.pristine, scan, touches)
         finally:
             grants.revert()
         changes.sort()
