@@ -329,6 +329,26 @@ print("opened", opened)
     assert "opened []" in result.output, result.output
 
 
+def test_the_shells_descriptors_cannot_be_copied_with_pidfd_getfd(box):
+    """While an action runs, bash keeps copies of its protocol descriptors (10-12); a child
+    copied them with ``pidfd_getfd`` and could answer later actions itself."""
+    result = box.run(py("""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(os.getppid())
+got = []
+for fd in list(range(3, 16)) + [60, 61, 62, 63]:
+    new = libc.syscall(438, pidfd, fd, 0)
+    if new >= 0:
+        got.append(fd)
+        os.close(new)
+    elif ctypes.get_errno() not in (1, 9):
+        print("errno", ctypes.get_errno())
+print("got", got)
+"""))
+    assert "got []" in result.output, result.output
+
+
 def test_a_later_action_cannot_be_ended_in_advance(box):
     # the attack: guess the next sequence number and forge its status
     box.run("n=$__ic_seq; (sleep 0.3; for fd in 10 11 12 62; do for d in 1 2 3; do "

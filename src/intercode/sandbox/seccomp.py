@@ -16,6 +16,8 @@ accounts for, or that widen the kernel's attack surface for no task's benefit:
 * ``setxattr``, ``lsetxattr``, ``fsetxattr``, ``setxattrat`` (``EOPNOTSUPP``, what a file
   system without extended attributes answers): attribute values are kernel memory that
   the tmpfs's size does not count. Reading and removing them stays allowed.
+* ``pidfd_getfd`` (``EPERM``): a copy of another process's descriptor; a child of the
+  shell took the shell's protocol descriptors with it and answered later actions itself.
 * ``prlimit64`` with a new limit for another process (``EPERM``; a pid other than 0):
   every process of the sandbox runs as one user, and the kernel lets a process change
   the resource limits of any other of the same user, the supervisor's (pid 1, which
@@ -98,6 +100,10 @@ DENIED_ERRNO = {
     # answer of a file system without them, which ``cp -a``, ``tar`` and ``rsync`` accept
     "setxattr": errno.EOPNOTSUPP, "lsetxattr": errno.EOPNOTSUPP,
     "fsetxattr": errno.EOPNOTSUPP, "setxattrat": errno.EOPNOTSUPP,
+    # a copy of another process's descriptor: a child of the shell took the shell's
+    # protocol descriptors (bash keeps copies of them while an action runs) and answered
+    # later actions itself; the kernel's own refusal of a process it may not trace
+    "pidfd_getfd": errno.EPERM,
 }
 
 NAMESPACE_ERRNO = {
@@ -147,7 +153,7 @@ SYSCALLS: dict[int, dict[str, int]] = {
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "memfd_secret": 447, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
         "setxattrat": 463, "inotify_init": 253, "inotify_init1": 294, "mq_open": 240,
-        "fanotify_init": 300,
+        "fanotify_init": 300, "pidfd_getfd": 438,
     },
     AUDIT_ARCH_I386: {
         "ipc": 117, "add_key": 286, "request_key": 287, "keyctl": 288,
@@ -155,7 +161,7 @@ SYSCALLS: dict[int, dict[str, int]] = {
         "semget": 393, "shmget": 395, "msgget": 399, "io_uring_setup": 425, "io_uring_enter": 426,
         "io_uring_register": 427, "memfd_secret": 447, "setxattr": 226, "lsetxattr": 227,
         "fsetxattr": 228, "setxattrat": 463, "inotify_init": 291, "inotify_init1": 332,
-        "mq_open": 277, "fanotify_init": 338,
+        "mq_open": 277, "fanotify_init": 338, "pidfd_getfd": 438,
     },
     AUDIT_ARCH_AARCH64: {
         "msgget": 186, "semget": 190, "shmget": 194, "add_key": 217, "request_key": 218,
@@ -164,6 +170,7 @@ SYSCALLS: dict[int, dict[str, int]] = {
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "memfd_secret": 447, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
         "setxattrat": 463, "inotify_init1": 26, "mq_open": 180, "fanotify_init": 262,
+        "pidfd_getfd": 438,
     },
 }
 

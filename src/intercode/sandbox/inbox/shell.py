@@ -10,10 +10,11 @@ each action both point at it again, from a copy on descriptor 60); standard inpu
 ``/dev/null``.
 
 The agent's own code runs in this process, so an action can always end itself early
-(as ``exit`` can); what it cannot do is change what a later action reports: the
-protocol descriptors are not inherited by the programs it starts, and when the host
-runs as root their pipes belong to a user that does not exist in the sandbox, so they
-cannot be reopened through ``/proc/<shell>/fd`` either.
+(as ``exit`` can); the protocol descriptors are not inherited by the programs it starts,
+when the host runs as root their pipes belong to a user that does not exist in the
+sandbox, so they cannot be reopened through ``/proc/<shell>/fd`` either, and the seccomp
+filter refuses copying them with ``pidfd_getfd``. (A process of the agent's that traces
+the shell can still take them: see the residual risks in ``docs/security.md``.)
 """
 
 import os
