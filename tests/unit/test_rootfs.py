@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -281,3 +282,28 @@ def test_other_users_find_the_machines_roots(fake, monkeypatch):
     assert rootfs.cache_root() == fake / "xdg" / "intercode" / "rootfs"
     assert rootfs.find("base") == built and rootfs.built() == [built]
     assert rootfs.build("base") == built and runs(fake) == 1
+
+
+@pytest.mark.parametrize("where", ["same device", "another device"])
+def test_a_killed_builds_mounts_are_not_removed_through(fake, tmp_path, where):
+    """A build as root that was killed leaves mmdebstrap's mounts in its folder (the
+    host's /dev/shm bound there among them): the next build's clean-up of that folder
+    unmounts them, and never deletes what they show."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting needs root")
+    if where == "another device" and not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    outside = Path(tempfile.mkdtemp(dir=tmp_path if where == "same device" else "/dev/shm"))
+    (outside / "keep").write_text("host")
+    shm = rootfs.cache_root() / "building-killed" / "root" / "dev" / "shm"
+    shm.mkdir(parents=True)
+    if subprocess.run(["mount", "--bind", str(outside), str(shm)],
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        pytest.skip("cannot bind-mount here")
+    try:
+        rootfs.build("base")
+        assert (outside / "keep").read_text() == "host"
+        assert not list(rootfs.cache_root().glob("building-*"))
+    finally:
+        subprocess.run(["umount", "--lazy", str(shm)], stderr=subprocess.DEVNULL)
+        shutil.rmtree(outside, ignore_errors=True)

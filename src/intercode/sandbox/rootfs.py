@@ -329,6 +329,60 @@ def _run_build(names: tuple[str, ...], work: Path, log: Path) -> None:
                                       f"{explain_failure(output)} (log: {log})")
 
 
+def _remove_build(path: Path) -> None:
+    """``rm -rf`` of a build's folder that never goes into a mount: a build as root that
+    was killed leaves mmdebstrap's mounts in it (``/proc``, ``/sys``, ``/dev/pts``, and
+    the host's ``/dev/shm`` bound there), and removing through them emptied the host's
+    ``/dev/shm``. The mounts found (``/proc/self/mountinfo``, and any folder on another
+    device) are unmounted where this process may; a folder that still holds one is left
+    as it is, with a one-line warning."""
+    mounts = _mounts_in(path)
+    for mount in sorted(mounts, reverse=True):  # (the deepest first)
+        subprocess.run(["umount", "--lazy", mount], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    left = _mounts_in(path) if mounts else []
+    if left:
+        _say(f"left {path} as it is: a crashed build's mount is still in it ({left[0]}); "
+             "unmount it, then remove the folder")
+        return
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _mounts_in(path: Path) -> list[str]:
+    """The mount points at or below ``path``: those the mount table lists, and folders on
+    another device than ``path`` (found without entering them)."""
+    try:
+        dev = os.lstat(path).st_dev
+    except OSError:
+        return []
+    top = os.path.realpath(path)
+    found = set()
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as info:
+            for line in info:
+                fields = line.split()
+                point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)),
+                               fields[4]) if len(fields) > 4 else ""
+                if point == top or point.startswith(top + "/"):
+                    found.add(point)
+    except OSError:
+        pass
+    for here, dirs, _files in os.walk(top):
+        inside = []
+        for name in dirs:
+            full = os.path.join(here, name)
+            try:
+                other = os.lstat(full).st_dev != dev
+            except OSError:
+                continue
+            if other or full in found:
+                found.add(full)
+            else:
+                inside.append(name)
+        dirs[:] = inside
+    return sorted(found)
+
+
 def build(profile: str = "base", extra: Iterable[str] = (), *, rebuild: bool = False) -> RootFs:
     """The built root of this request, building it first if it is missing (or if
     ``rebuild``). Concurrent callers build it once."""
@@ -344,7 +398,7 @@ def build(profile: str = "base", extra: Iterable[str] = (), *, rebuild: bool = F
             if found is not None:
                 return found
         for stale in base.glob("building-*"):  # a build that crashed (we hold the lock)
-            shutil.rmtree(stale, ignore_errors=True)
+            _remove_build(stale)
         work = Path(tempfile.mkdtemp(prefix="building-", dir=base))
         os.chmod(work, 0o755)
         _say(f"building the sandbox's root file system ({profile}, {len(names)} Debian "
@@ -366,13 +420,13 @@ def build(profile: str = "base", extra: Iterable[str] = (), *, rebuild: bool = F
             if final.exists() and _load(final) is None:  # damaged: replaced
                 trash = Path(tempfile.mkdtemp(prefix="building-damaged-", dir=base))
                 os.rename(final, trash / "old")
-                shutil.rmtree(trash, ignore_errors=True)
+                _remove_build(trash)
             if final.exists():  # the same packages at the same versions: keep the old one
-                shutil.rmtree(work, ignore_errors=True)
+                _remove_build(work)
             else:
                 os.rename(work, final)
         except BaseException:
-            shutil.rmtree(work, ignore_errors=True)
+            _remove_build(work)
             raise
         pointer = base / "requests" / f"{request_key(names)}.json"
         pointer.parent.mkdir(exist_ok=True)
