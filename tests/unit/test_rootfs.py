@@ -307,3 +307,30 @@ def test_a_killed_builds_mounts_are_not_removed_through(fake, tmp_path, where):
     finally:
         subprocess.run(["umount", "--lazy", str(shm)], stderr=subprocess.DEVNULL)
         shutil.rmtree(outside, ignore_errors=True)
+
+
+def test_a_link_in_place_of_a_build_folder_is_removed_not_followed(fake, tmp_path):
+    """A ``building-*`` entry that is a link (to ``/``, say) is removed itself: the
+    clean-up never unmounts, nor removes, what it points at."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting needs root")
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    target = tmp_path / "elsewhere"
+    (target / "mounted").mkdir(parents=True)
+    source = Path(tempfile.mkdtemp(dir="/dev/shm"))  # (another device: ismount sees it)
+    (source / "keep").write_text("host")
+    if subprocess.run(["mount", "--bind", str(source), str(target / "mounted")],
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        pytest.skip("cannot bind-mount here")
+    link = rootfs.cache_root() / "building-link"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+    try:
+        rootfs.build("base")
+        assert os.path.ismount(target / "mounted")
+        assert (target / "mounted" / "keep").read_text() == "host"
+        assert not link.is_symlink()
+    finally:
+        subprocess.run(["umount", "--lazy", str(target / "mounted")], stderr=subprocess.DEVNULL)
+        shutil.rmtree(source, ignore_errors=True)

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -335,7 +336,14 @@ def _remove_build(path: Path) -> None:
     the host's ``/dev/shm`` bound there), and removing through them emptied the host's
     ``/dev/shm``. The mounts found (``/proc/self/mountinfo``, and any folder on another
     device) are unmounted where this process may; a folder that still holds one is left
-    as it is, with a one-line warning."""
+    as it is, with a one-line warning. Anything but a folder (a link put in its place)
+    is removed itself, never followed."""
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+            return
+    except OSError:
+        return
     mounts = _mounts_in(path)
     for mount in sorted(mounts, reverse=True):  # (the deepest first)
         subprocess.run(["umount", "--lazy", mount], stdin=subprocess.DEVNULL,
@@ -349,13 +357,14 @@ def _remove_build(path: Path) -> None:
 
 
 def _mounts_in(path: Path) -> list[str]:
-    """The mount points at or below ``path``: those the mount table lists, and folders on
-    another device than ``path`` (found without entering them)."""
+    """The mount points at or below the folder ``path`` (not a link): those the mount
+    table lists, and folders on another device than ``path`` (found without entering
+    them)."""
     try:
         dev = os.lstat(path).st_dev
     except OSError:
         return []
-    top = os.path.realpath(path)
+    top = os.path.join(os.path.realpath(path.parent), path.name)  # (the mount table's)
     found = set()
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as info:
