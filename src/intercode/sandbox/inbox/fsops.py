@@ -10,8 +10,10 @@ with two descriptors and no recursion.
 """
 
 import errno
+import fcntl
 import os
 import stat
+import struct
 
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 NOATIME = getattr(os, "O_NOATIME", 0)  # EPERM unless the caller owns the file
@@ -371,9 +373,6 @@ def inode_flags(path, is_dir):
 
 def clear_inode_flags(path):
     """Clear the :data:`OWNER_FLAGS` of the directory ``path``, if it has any."""
-    import fcntl
-    import struct
-
     try:
         fd = open_dir(path)
     except OSError:
@@ -390,9 +389,6 @@ def clear_inode_flags(path):
 
 def _flags(fd):
     """The inode flags of the open ``fd`` (``FS_IOC_GETFLAGS``; OSError where none)."""
-    import fcntl
-    import struct
-
     return struct.unpack("=i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4])[0]
 
 
@@ -418,7 +414,7 @@ def fresh_ctimes(directory):
     each; ``True`` only if every change moved the ctime (a coarse clock keeps it for a
     whole tick, so nearly every try of a file system without them fails). ``False``
     when the place cannot be made or used."""
-    place = os.path.join(directory, ".intercode-ctime-%d-%d" % (os.getpid(), id(directory)))
+    place = os.path.join(directory, ".intercode-ctime-%s" % os.urandom(6).hex())
     try:
         os.mkdir(place, 0o700)
     except OSError:

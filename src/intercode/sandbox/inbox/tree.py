@@ -791,9 +791,8 @@ class Tree(hashing.Hashing):
         if kind == DIR:
             if not exists:
                 os.mkdir(path, 0o700)
-                os.chmod(path, mode | 0o700)
-            else:  # (opened up first: flags need the directory open)
-                os.chmod(path, mode | 0o700)
+            os.chmod(path, mode | 0o700)
+            if exists:  # (opened up first: flags need the directory open)
                 fsops.strip_xattrs(path)
                 fsops.clear_inode_flags(path)
             return
