@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ FAKE_PID = 4242  # what the fake start says it started
 def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
 
-    def fake_start(env: str) -> int:
+    def fake_start(env: str, fork: bool = False) -> int:
         calls.append(env)
         return FAKE_PID
 
@@ -62,9 +63,10 @@ def test_the_built_in_environments_modules_are_the_registrys() -> None:
 
 FIRST = """
 import sys
+import time
 from intercode.runner import workerserver
 
-def start(env):
+def start(env, fork=False):
     print("app imported" if "intercode.cli.app" in sys.modules else "first", env)
     raise SystemExit(0)
 
@@ -83,7 +85,7 @@ def test_the_server_starts_before_the_command_line_is_imported() -> None:
 
 def test_ctrl_c_while_the_server_starts_is_one_line(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    def interrupted(env: str) -> None:
+    def interrupted(env: str, fork: bool = False) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(workerserver, "start", interrupted)
@@ -128,6 +130,13 @@ def report(conn):
     conn.send({signal.default_int_handler: "default", signal.SIG_IGN: "ignore"}.get(
         handler, repr(handler)))
 
+def cmdline(pid):
+    with open("/proc/%d/cmdline" % pid, "rb") as fh:
+        return fh.read()
+
+def pipes(pid):
+    return {os.readlink("/proc/%d/fd/%s" % (pid, fd)) for fd in os.listdir("/proc/%d/fd" % pid)}
+
 def ignored_by(pid):
     with open("/proc/%d/status" % pid) as fh:
         mask = int(next(l for l in fh if l.startswith("SigIgn:")).split()[1], 16)
@@ -139,7 +148,9 @@ if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN if sys.argv[1] == "ignoring"
                   else signal.default_int_handler)
     before = signal.getsignal(signal.SIGINT)
-    pid = workerserver.start("bash")
+    mine, theirs = os.pipe()  # a descriptor of the caller's (inheritable or not)
+    os.set_inheritable(mine, True)
+    pid = workerserver.start("bash", fork=sys.argv[2] == "fork")
     print("server ignores SIGINT", ignored_by(pid))
     print("here as before", signal.getsignal(signal.SIGINT) is before)
     print("a second start", workerserver.start("bash"))
@@ -149,6 +160,9 @@ if __name__ == "__main__":
     proc.start()
     print("its children", parent.recv())
     proc.join()
+    print("a fork of this process", cmdline(pid) == cmdline(os.getpid()))  # (it has served)
+    print("the caller's descriptors kept", bool(pipes(pid) & {os.readlink("/proc/self/fd/%d" % fd)
+                                                           for fd in (mine, theirs)}))
     workerserver.stop(pid + 1)  # not the server this process started: left alone
     print("another pid stopped nothing", forkserver._forkserver._forkserver_pid == pid)
     workerserver.stop(pid)
@@ -161,23 +175,28 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.parametrize("how", ["spawn", "fork"])
 @pytest.mark.parametrize(("caller", "children"), [("default", "default"),
                                                    ("ignoring", "ignore")])
 def test_the_server_starts_deaf_to_ctrl_c_and_stop_ends_it(tmp_path: Path, caller: str,
-                                                           children: str) -> None:
+                                                           children: str, how: str) -> None:
     """The server ignores SIGINT from its start (a Ctrl-C during its imports printed
     their traceback); the command's own handler is back once it started, and what the
     server forks has the handler it would have had without this: Python's default, or
     the caller's ignoring it (a program's own processes, where the fork server is its
-    default too). ``stop`` ends only the server its pid names."""
+    default too). ``stop`` ends only the server its pid names. A server forked from the
+    command's process (``fork``) keeps none of its descriptors: the standard three, its
+    socket and its pipe, as a spawned one."""
     script = tmp_path / "server.py"
     script.write_text(SERVER)
-    proc = subprocess.run([sys.executable, str(script), caller], capture_output=True,
+    proc = subprocess.run([sys.executable, str(script), caller, how], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
         "server ignores SIGINT True", "here as before True", "a second start None",
-        f"its children {children}", "another pid stopped nothing True", "stopped True"]
+        f"its children {children}", f"a fork of this process {how == 'fork'}",
+        "the caller's descriptors kept False",
+        "another pid stopped nothing True", "stopped True"]
 
 
 def test_ctrl_c_before_the_commands_handler_is_one_line_and_stops_the_server(
@@ -201,6 +220,7 @@ def test_ctrl_c_before_the_commands_handler_is_one_line_and_stops_the_server(
 
 TWO_COMMANDS = """
 import sys
+import time
 from intercode.cli import main
 
 if __name__ == "__main__":
@@ -267,3 +287,50 @@ def test_a_process_with_a_resource_tracker_keeps_it(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     count, trackers, target = proc.stdout.split()
     assert (count, trackers) == ("2", "1") and target != os.devnull
+
+
+ORPHANED = """
+import os, sys, threading, time
+from intercode.runner import workerserver
+
+if __name__ == "__main__":
+    if sys.argv[1] == "threaded":  # a caller running a thread: a fork could inherit its locks
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+    pid = workerserver.start("bash", fork=True)
+    ctx = workerserver.worker_context("bash")
+    worker = ctx.Process(target=len, args=((),))  # served: the server runs its loop
+    worker.start()
+    worker.join()
+    with open("/proc/%d/cmdline" % pid, "rb") as fh:
+        spawned = b"multiprocessing.forkserver" in fh.read()
+    print(pid, "spawned" if spawned else "forked", flush=True)
+    os._exit(0)  # no clean-up: the server must notice on its own
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize(("caller", "how"), [("plain", "forked"), ("threaded", "spawned")])
+def test_a_forked_server_ends_with_its_caller_and_a_threaded_caller_spawns_it(
+        tmp_path: Path, caller: str, how: str) -> None:
+    """The server forked from the command's process keeps no write end of its "alive"
+    pipe: when the caller dies without a word, the pipe's EOF ends it, as it ends a spawned
+    one. A caller running another thread gets a spawned server (a fork could inherit a
+    lock that thread held)."""
+    script = tmp_path / "orphan.py"
+    script.write_text(ORPHANED)
+    proc = subprocess.run([sys.executable, str(script), caller], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    pid, started = proc.stdout.split()
+    assert started == how
+    deadline = time.monotonic() + 60
+    while not _gone(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(int(pid))

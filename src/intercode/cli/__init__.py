@@ -29,7 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             from intercode.cli.early import start_workers_early
 
-            server = start_workers_early(sys.argv[1:] if argv is None else argv)
+            server = start_workers_early(sys.argv[1:] if argv is None else argv,
+                                         fork=argv is None)
         except Exception:  # the command starts it again, and says in one line why it fails
             pass
         from intercode.cli.app import main as run_command

@@ -17,10 +17,11 @@ __all__ = ["start_workers_early"]
 NO_WORKERS = ("human", "ray")
 
 
-def start_workers_early(argv: Sequence[str]) -> int | None:
+def start_workers_early(argv: Sequence[str], fork: bool = False) -> int | None:
     """Start the fork server if ``argv`` (without the program's name) is a local ``eval``
     of a built-in environment; the pid of the server started (``None``: none, or one was
-    running already)."""
+    running already). ``fork``: as a fork of this process (the console script's own
+    process, see ``workerserver.start``)."""
     from intercode.runner import workerserver
 
     if len(argv) < 2 or argv[0] != "eval" or argv[1] not in workerserver.BUILTIN_ENV_MODULES:
@@ -31,4 +32,4 @@ def start_workers_early(argv: Sequence[str]) -> int | None:
         value = token.split("=", 1)[1] if token.startswith("--") and "=" in token else token
         if value in NO_WORKERS:
             return None
-    return workerserver.start(argv[1])
+    return workerserver.start(argv[1], fork=fork)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -54,7 +55,7 @@ def worker_context(env: str, quiet_start: bool = False) -> Any:
     return ctx
 
 
-def start(env: str) -> int | None:
+def start(env: str, fork: bool = False) -> int | None:
     """Start the fork server of benchmark ``env``'s workers now, unless one runs; the pid
     of the server this call started (``None``: none).
 
@@ -68,7 +69,11 @@ def start(env: str) -> int | None:
     traceback of the import it interrupted; its last import (:data:`LAST`) puts Python's
     default handler back for the processes it forks, which they would have had without
     this. A caller that ignores SIGINT (or whose handler is not Python's) is left as it
-    is: its processes ignore it, or get the default, as they would have."""
+    is: its processes ignore it, or get the default, as they would have.
+
+    ``fork``: the server is a fork of this process (see :func:`_fork_server`), for the
+    command line's own process only: it never returns into the caller, and keeps none of
+    its descriptors, so a caller's open files must not be in its memory."""
     if importing_main():
         return None
     from multiprocessing import forkserver
@@ -82,9 +87,81 @@ def start(env: str) -> int | None:
         return None
     _untracked()
     with signal_ignored(signal.SIGINT) if quiet else nullcontext():
-        forkserver.ensure_running()
+        if not (fork and _fork_server(server)):
+            forkserver.ensure_running()
     pid = getattr(server, "_forkserver_pid", None)
     return pid if isinstance(pid, int) and pid != before else None
+
+
+# the arguments of multiprocessing's fork server loop (``forkserver.main``) as Python 3.11
+# to 3.13 have them; where they differ (3.14 adds an authentication key), the server is
+# started as multiprocessing starts it
+_SERVER_MAIN_ARGS = ("listener_fd", "alive_r", "preload", "main_path", "sys_path")
+_FD_LIMIT = (1 << 31) - 1  # above any descriptor (os.closerange asks close_range for them)
+
+
+def _fork_server(server: Any) -> bool:
+    """Start multiprocessing's fork server ``server`` as a fork of this process instead of
+    a new interpreter, as its ``ensure_running`` would otherwise (the same socket, the
+    same "alive" pipe, the same modules preloaded): the server skips an interpreter's
+    start and the site's path handling, on the run's critical path at its start. Only
+    where this process runs one thread (a fork of a threaded one may inherit a lock held
+    for ever) and the loop is the one known; False: nothing was started (start it the
+    usual way)."""
+    import socket
+    from multiprocessing import connection, forkserver, resource_tracker, util
+
+    loop = getattr(forkserver, "main", None)
+    code = getattr(loop, "__code__", None)
+    if (code is None or code.co_varnames[:code.co_argcount] != _SERVER_MAIN_ARGS
+            or code.co_kwonlyargcount or threading.active_count() != 1):
+        return False
+    with server._lock:
+        resource_tracker.ensure_running()
+        if server._forkserver_pid is not None:
+            return False
+        with socket.socket(socket.AF_UNIX) as listener:
+            address = connection.arbitrary_address("AF_UNIX")  # type: ignore[attr-defined]
+            listener.bind(address)
+            if not util.is_abstract_socket_namespace(address):
+                os.chmod(address, 0o600)
+            listener.listen()
+            alive_r, alive_w = os.pipe()
+            try:
+                pid = os.fork()
+            except BaseException:
+                os.close(alive_r)
+                os.close(alive_w)
+                raise
+            if pid == 0:
+                _serve_forked(loop, listener.fileno(), alive_r, list(server._preload_modules))
+            os.close(alive_r)
+        server._forkserver_address = address
+        server._forkserver_alive_fd = alive_w
+        server._forkserver_pid = pid
+    return True
+
+
+def _serve_forked(loop: Any, listener: int, alive_r: int, preload: list[str]) -> None:
+    """The forked server's whole life; it never returns into the caller's code. It keeps
+    only the descriptors a spawned server gets (the standard three, the socket, the read
+    end of the "alive" pipe, whose EOF once every client is gone ends it), runs
+    multiprocessing's own loop and exits without the caller's clean-up (``atexit``)."""
+    status = 1
+    try:
+        low, high = sorted((listener, alive_r))
+        os.closerange(3, low)
+        os.closerange(low + 1, high)
+        os.closerange(high + 1, _FD_LIMIT)
+        loop(listener, alive_r, preload)
+        status = 0
+    except SystemExit as exc:  # how the loop ends at the pipe's EOF
+        status = 0 if exc.code is None else 1
+    except BaseException:  # as a spawned server would show it
+        sys.excepthook(*sys.exc_info())
+        sys.stderr.flush()
+    finally:
+        os._exit(status)
 
 
 def _untracked() -> None:
