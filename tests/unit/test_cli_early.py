@@ -83,6 +83,34 @@ def test_the_server_starts_before_the_command_line_is_imported() -> None:
     assert proc.stdout.split() == ["first", "bash"]
 
 
+WHO_FORKS = """
+import sys
+from intercode.runner import workerserver
+
+entry = sys.argv[1]
+
+def start(env, fork=False):
+    print(entry, "forks" if fork else "spawns")
+    raise SystemExit(0)
+
+workerserver.start = start
+import intercode.cli as cli
+sys.argv = ["intercode", "eval", "bash"]
+cli.main() if entry == "main" else cli.run()
+"""
+
+
+@pytest.mark.parametrize(("entry", "how"), [("main", "spawns"), ("run", "forks")])
+def test_only_the_program_itself_forks_its_server(entry: str, how: str) -> None:
+    """``run`` (the console script, ``python -m intercode``) may fork the server from its
+    process; ``main`` (a program's own call, with its own objects and descriptors) spawns
+    it, with or without arguments."""
+    proc = subprocess.run([sys.executable, "-c", WHO_FORKS, entry], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [entry, how]
+
+
 def test_ctrl_c_while_the_server_starts_is_one_line(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     def interrupted(env: str, fork: bool = False) -> None:
@@ -127,8 +155,9 @@ from multiprocessing import forkserver
 
 def report(conn):
     handler = signal.getsignal(signal.SIGINT)
-    conn.send({signal.default_int_handler: "default", signal.SIG_IGN: "ignore"}.get(
-        handler, repr(handler)))
+    conn.send("%s, server lock held %s" % (
+        {signal.default_int_handler: "default", signal.SIG_IGN: "ignore"}.get(
+            handler, repr(handler)), forkserver._forkserver._lock.locked()))
 
 def cmdline(pid):
     with open("/proc/%d/cmdline" % pid, "rb") as fh:
@@ -150,6 +179,8 @@ if __name__ == "__main__":
     before = signal.getsignal(signal.SIGINT)
     mine, theirs = os.pipe()  # a descriptor of the caller's (inheritable or not)
     os.set_inheritable(mine, True)
+    import resource  # and one far above the others
+    far = os.dup2(mine, min(resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 1, 1 << 16))
     pid = workerserver.start("bash", fork=sys.argv[2] == "fork")
     print("server ignores SIGINT", ignored_by(pid))
     print("here as before", signal.getsignal(signal.SIGINT) is before)
@@ -162,7 +193,7 @@ if __name__ == "__main__":
     proc.join()
     print("a fork of this process", cmdline(pid) == cmdline(os.getpid()))  # (it has served)
     print("the caller's descriptors kept", bool(pipes(pid) & {os.readlink("/proc/self/fd/%d" % fd)
-                                                           for fd in (mine, theirs)}))
+                                                           for fd in (mine, theirs, far)}))
     workerserver.stop(pid + 1)  # not the server this process started: left alone
     print("another pid stopped nothing", forkserver._forkserver._forkserver_pid == pid)
     workerserver.stop(pid)
@@ -194,7 +225,8 @@ def test_the_server_starts_deaf_to_ctrl_c_and_stop_ends_it(tmp_path: Path, calle
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
         "server ignores SIGINT True", "here as before True", "a second start None",
-        f"its children {children}", f"a fork of this process {how == 'fork'}",
+        f"its children {children}, server lock held False",
+        f"a fork of this process {how == 'fork'}",
         "the caller's descriptors kept False",
         "another pid stopped nothing True", "stopped True"]
 

@@ -21,8 +21,10 @@ __all__ = ["build_parser", "main", "run"]
 __getattr__, __dir__ = lazy_exports(globals(), {"intercode.cli.app": ["build_parser"]})
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script."""
+def main(argv: Sequence[str] | None = None, *, fork_server: bool = False) -> int:
+    """Run the command ``argv`` (``None``: this process's arguments); its exit status.
+    ``fork_server``: ``eval``'s fork server may be a fork of this process, for the
+    program's own process only (:func:`run`; see ``workerserver.start``)."""
     server: int | None = None
     code = 1
     try:
@@ -30,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from intercode.cli.early import start_workers_early
 
             server = start_workers_early(sys.argv[1:] if argv is None else argv,
-                                         fork=argv is None)
+                                         fork=fork_server)
         except Exception:  # the command starts it again, and says in one line why it fails
             pass
         from intercode.cli.app import main as run_command
@@ -48,11 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> int:
-    """The program: ``main`` on the command's arguments, then its objects are frozen
-    (``gc.freeze``). The process ends next, and Python's teardown searched every object
+    """The program: ``main`` on the command's arguments (``eval``'s fork server may be a
+    fork of this process), then its objects are frozen (``gc.freeze``). The process ends next, and Python's teardown searched every object
     for reference cycles several times over (18 ms of the exit of an ``intercode eval``
     here); frozen objects are freed without that search. Not for callers in the same
     process (``main``): their later objects would never be searched for cycles."""
-    code = main()
+    code = main(fork_server=True)
     gc.freeze()
     return code

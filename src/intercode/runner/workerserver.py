@@ -72,8 +72,10 @@ def start(env: str, fork: bool = False) -> int | None:
     is: its processes ignore it, or get the default, as they would have.
 
     ``fork``: the server is a fork of this process (see :func:`_fork_server`), for the
-    command line's own process only: it never returns into the caller, and keeps none of
-    its descriptors, so a caller's open files must not be in its memory."""
+    program's own process only (``intercode.cli.run``): it never returns into the caller
+    and keeps none of its descriptors, so no object of a caller's may own one (a
+    logging handler's file, say: the fork's garbage collector or its workers would close
+    or write to whatever reused the number)."""
     if importing_main():
         return None
     from multiprocessing import forkserver
@@ -97,7 +99,6 @@ def start(env: str, fork: bool = False) -> int | None:
 # to 3.13 have them; where they differ (3.14 adds an authentication key), the server is
 # started as multiprocessing starts it
 _SERVER_MAIN_ARGS = ("listener_fd", "alive_r", "preload", "main_path", "sys_path")
-_FD_LIMIT = (1 << 31) - 1  # above any descriptor (os.closerange asks close_range for them)
 
 
 def _fork_server(server: Any) -> bool:
@@ -134,7 +135,8 @@ def _fork_server(server: Any) -> bool:
                 os.close(alive_w)
                 raise
             if pid == 0:
-                _serve_forked(loop, listener.fileno(), alive_r, list(server._preload_modules))
+                _serve_forked(server, loop, listener.fileno(), alive_r,
+                              list(server._preload_modules))
             os.close(alive_r)
         server._forkserver_address = address
         server._forkserver_alive_fd = alive_w
@@ -142,17 +144,18 @@ def _fork_server(server: Any) -> bool:
     return True
 
 
-def _serve_forked(loop: Any, listener: int, alive_r: int, preload: list[str]) -> None:
+def _serve_forked(server: Any, loop: Any, listener: int, alive_r: int,
+                  preload: list[str]) -> None:
     """The forked server's whole life; it never returns into the caller's code. It keeps
     only the descriptors a spawned server gets (the standard three, the socket, the read
     end of the "alive" pipe, whose EOF once every client is gone ends it), runs
-    multiprocessing's own loop and exits without the caller's clean-up (``atexit``)."""
+    multiprocessing's own loop and exits without the caller's clean-up (``atexit``).
+    The server's lock, held by the caller across the fork, is a new one here (the
+    workers forked from this process start with it free)."""
     status = 1
     try:
-        low, high = sorted((listener, alive_r))
-        os.closerange(3, low)
-        os.closerange(low + 1, high)
-        os.closerange(high + 1, _FD_LIMIT)
+        server._lock = threading.Lock()
+        _close_all_but(0, 1, 2, listener, alive_r)
         loop(listener, alive_r, preload)
         status = 0
     except SystemExit as exc:  # how the loop ends at the pipe's EOF
@@ -162,6 +165,22 @@ def _serve_forked(loop: Any, listener: int, alive_r: int, preload: list[str]) ->
         sys.stderr.flush()
     finally:
         os._exit(status)
+
+
+def _close_all_but(*keep: int) -> None:
+    """Close every open descriptor of this process but ``keep``: those ``/proc`` lists (a
+    range up to the highest possible one costs a ``close`` per number where the kernel or
+    a seccomp policy refuses ``close_range``), else those below the descriptor limit."""
+    try:
+        listed = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        listed = list(range(3, os.sysconf("SC_OPEN_MAX")))
+    for fd in listed:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:  # (the listing's own descriptor, gone already)
+                pass
 
 
 def _untracked() -> None:
