@@ -51,10 +51,11 @@ def main(argv: Sequence[str] | None = None, *, fork_server: bool = False) -> int
 
 def run() -> int:
     """The program: ``main`` on the command's arguments (``eval``'s fork server may be a
-    fork of this process), then its objects are frozen (``gc.freeze``). The process ends next, and Python's teardown searched every object
-    for reference cycles several times over (18 ms of the exit of an ``intercode eval``
-    here); frozen objects are freed without that search. Not for callers in the same
-    process (``main``): their later objects would never be searched for cycles."""
+    fork of this process), then its objects are frozen (``gc.freeze``). The process ends
+    next, and Python's teardown searched every object for reference cycles several times
+    over (18 ms of the exit of an ``intercode eval`` here); frozen objects are freed
+    without that search. Not for callers in the same process (``main``): their later
+    objects would never be searched for cycles."""
     code = main(fork_server=True)
     gc.freeze()
     return code
