@@ -100,15 +100,35 @@ def parse_task_ranges(text: str, count: int) -> tuple[int, ...]:
     return tuple(dict.fromkeys(picked))
 
 
-def git_revision() -> str | None:
-    """The git revision of the intercode checkout, if it is one."""
-    here = Path(__file__).resolve().parent.parent  # the intercode package
+def git_revision(package: Path | None = None) -> str | None:
+    """The git revision of the intercode checkout this package runs from (``package``,
+    else this one), or None. Only a clone's ``src/intercode`` (an editable install) is
+    asked: an installed package starts no ``git`` (a program's start at every run), and a
+    virtual environment inside another project's repository would have given that
+    project's revision as intercode's."""
+    here = package or Path(__file__).resolve().parent.parent  # the intercode package
+    root = here.parent.parent
+    if here.parent.name != "src" or not (root / ".git").exists() or not _names_intercode(
+            root / "pyproject.toml"):
+        return None
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _names_intercode(pyproject: Path) -> bool:
+    """Whether ``pyproject`` is intercode's own (its project's name)."""
+    import tomllib  # only in a clone
+
+    try:
+        with pyproject.open("rb") as fh:
+            project = tomllib.load(fh).get("project")
+    except (OSError, ValueError):
+        return False
+    return isinstance(project, dict) and project.get("name") == "intercode"
 
 
 def execute(cfg: RunConfig, progress: bool = True) -> dict[str, Any]:
