@@ -366,3 +366,75 @@ def test_a_forked_server_ends_with_its_caller_and_a_threaded_caller_spawns_it(
     while not _gone(int(pid)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(int(pid))
+
+
+FORKED_STATE = """
+import os, sys, threading
+from multiprocessing import forkserver, resource_tracker
+from intercode.runner import workerserver
+
+tracker = resource_tracker._resource_tracker
+tracker._fd, tracker._pid = os.open(os.devnull, os.O_WRONLY), 4242  # the caller's tracker
+callers = tracker._fd
+server = forkserver._forkserver
+report_r, report_w = os.pipe()
+spare = os.open(os.devnull, os.O_RDONLY)  # one of the caller's, to be closed
+
+def is_open(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+def loop(listener, alive_r, preload):  # stands in for multiprocessing's
+    os.write(report_w, repr((tracker._fd, tracker._pid, server._lock.locked(),
+                             is_open(spare), is_open(callers))).encode())
+    raise SystemExit
+
+with server._lock:  # held across the fork, as _fork_server holds it
+    pid = os.fork()
+    if pid == 0:
+        os.close(report_r)
+        workerserver._serve_forked(server, loop, 0, 1, [spare, tracker._fd], [])
+os.close(report_w)
+_, status = os.waitpid(pid, 0)
+print(os.read(report_r, 4096).decode(), os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_the_forked_server_starts_clean() -> None:
+    """In the forked server: the caller's resource tracker forgotten (a spawned server has
+    none; its stale descriptor number would be reused), the server's lock free, the
+    caller's other descriptors closed, and the loop's end an exit status of 0."""
+    proc = subprocess.run([sys.executable, "-c", FORKED_STATE], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["(None,", "None,", "False,", "False,", "False)", "0"]
+
+
+NO_PROC = """
+import sys
+from intercode.runner import workerserver
+
+def unlisted():
+    raise FileNotFoundError(2, "No such file or directory", "/proc/self/fd")
+
+workerserver._open_descriptors = unlisted  # as where /proc is not mounted
+pid = workerserver.start("bash", fork=True)
+ctx = workerserver.worker_context("bash")
+worker = ctx.Process(target=len, args=((),))
+worker.start()
+worker.join()
+with open("/proc/%d/cmdline" % pid, "rb") as fh:
+    print("spawned" if b"multiprocessing.forkserver" in fh.read() else "forked")
+"""
+
+
+def test_without_a_listing_of_descriptors_the_server_is_spawned() -> None:
+    """Where the descriptors cannot be listed (no /proc), a fork could not close them all
+    cheaply: the server is spawned, as before."""
+    proc = subprocess.run([sys.executable, "-c", NO_PROC], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["spawned"]

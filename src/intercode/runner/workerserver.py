@@ -107,8 +107,9 @@ def _fork_server(server: Any) -> bool:
     same "alive" pipe, the same modules preloaded): the server skips an interpreter's
     start and the site's path handling, on the run's critical path at its start. Only
     where this process runs one thread (a fork of a threaded one may inherit a lock held
-    for ever) and the loop is the one known; False: nothing was started (start it the
-    usual way)."""
+    for ever), the loop is the one known and ``/proc`` lists this process's descriptors
+    (the fork closes all those a spawned server would not get); False: nothing was
+    started (start it the usual way)."""
     import socket
     from multiprocessing import connection, forkserver, resource_tracker, util
 
@@ -128,6 +129,13 @@ def _fork_server(server: Any) -> bool:
                 os.chmod(address, 0o600)
             listener.listen()
             alive_r, alive_w = os.pipe()
+            keep = (0, 1, 2, listener.fileno(), alive_r)
+            try:  # the descriptors the fork gets (one thread: none is opened meanwhile)
+                others = [fd for fd in _open_descriptors() if fd not in keep]
+            except OSError:  # no /proc to list them: spawned
+                os.close(alive_r)
+                os.close(alive_w)
+                return False
             try:
                 pid = os.fork()
             except BaseException:
@@ -135,7 +143,7 @@ def _fork_server(server: Any) -> bool:
                 os.close(alive_w)
                 raise
             if pid == 0:
-                _serve_forked(server, loop, listener.fileno(), alive_r,
+                _serve_forked(server, loop, listener.fileno(), alive_r, others,
                               list(server._preload_modules))
             os.close(alive_r)
         server._forkserver_address = address
@@ -144,18 +152,32 @@ def _fork_server(server: Any) -> bool:
     return True
 
 
-def _serve_forked(server: Any, loop: Any, listener: int, alive_r: int,
+def _open_descriptors() -> list[int]:
+    """This process's open descriptors, as ``/proc`` lists them (OSError: it cannot)."""
+    return [int(name) for name in os.listdir("/proc/self/fd")]
+
+
+def _serve_forked(server: Any, loop: Any, listener: int, alive_r: int, others: list[int],
                   preload: list[str]) -> None:
     """The forked server's whole life; it never returns into the caller's code. It keeps
     only the descriptors a spawned server gets (the standard three, the socket, the read
-    end of the "alive" pipe, whose EOF once every client is gone ends it), runs
-    multiprocessing's own loop and exits without the caller's clean-up (``atexit``).
-    The server's lock, held by the caller across the fork, is a new one here (the
-    workers forked from this process start with it free)."""
+    end of the "alive" pipe, whose EOF once every client is gone ends it): it closes
+    ``others``, all the rest. It runs multiprocessing's own loop and exits without the
+    caller's clean-up (``atexit``). The server's lock, held by the caller across the
+    fork, is a new one here (the workers forked from this process start with it free),
+    and the caller's resource tracker is not the server's: none, as a spawned server."""
+    from multiprocessing import resource_tracker
+
     status = 1
     try:
         server._lock = threading.Lock()
-        _close_all_but(0, 1, 2, listener, alive_r)
+        for fd in others:
+            try:
+                os.close(fd)
+            except OSError:  # (the listing's own descriptor, closed before the fork)
+                pass
+        tracker: Any = resource_tracker._resource_tracker
+        tracker._fd = tracker._pid = None
         loop(listener, alive_r, preload)
         status = 0
     except SystemExit as exc:  # how the loop ends at the pipe's EOF
@@ -165,22 +187,6 @@ def _serve_forked(server: Any, loop: Any, listener: int, alive_r: int,
         sys.stderr.flush()
     finally:
         os._exit(status)
-
-
-def _close_all_but(*keep: int) -> None:
-    """Close every open descriptor of this process but ``keep``: those ``/proc`` lists (a
-    range up to the highest possible one costs a ``close`` per number where the kernel or
-    a seccomp policy refuses ``close_range``), else those below the descriptor limit."""
-    try:
-        listed = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        listed = list(range(3, os.sysconf("SC_OPEN_MAX")))
-    for fd in listed:
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:  # (the listing's own descriptor, gone already)
-                pass
 
 
 def _untracked() -> None:
