@@ -88,7 +88,8 @@ def test_an_executor_named_by_a_string_is_one_line(tmp_path):
 def test_the_default_is_local_worker_processes(tmp_path):
     cfg = RunConfig(env="bash", dataset="bash-demo", agent="gold", output=tmp_path / "run")
     assert cfg.executor == LocalExecutorFactory() and cfg.executor.runs_here
-    assert cfg.executor.name == "local" and cfg.executor.recorded() == {}
+    assert cfg.executor.name == "local"
+    assert cfg.executor.recorded() == {"cpu_pinning": "auto"}
 
 
 @dataclass

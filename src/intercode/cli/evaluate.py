@@ -44,6 +44,11 @@ def add_eval(sub: Any) -> None:
                     metavar="CPUS",
                     help="ray: CPUs each actor reserves (1; less for agents that mostly "
                          "wait for a model, e.g. 0.25)")
+    ev.add_argument("--cpu-pinning", choices=["auto", "on", "off"], default=None,
+                    help="local: whether each worker and its sandboxes keep a CPU of their "
+                         "own; auto: when the agent calls no model (gold, replay, noop) and "
+                         "--workers equals the CPUs this process may use (taskset chooses "
+                         "them), on bwrap; on: always (round robin); off: never (auto)")
     ev.add_argument("--turns", type=integer(1), default=None, help="turn limit per episode")
     ev.add_argument("--output", default=None,
                     help="run folder (default: runs/<env>-<dataset>-<agent>-<time>); "
@@ -57,6 +62,8 @@ def add_eval(sub: Any) -> None:
 def executor(args: argparse.Namespace) -> ExecutorFactory:
     """Where the episodes run: ``--executor`` and its options."""
     if args.executor == "ray":
+        if args.cpu_pinning is not None:
+            raise ConfigError("--cpu-pinning applies only to --executor local")
         from intercode.integrations.raycluster.executor import RayExecutorFactory
 
         return RayExecutorFactory(address=args.ray_address, actor_cpus=args.ray_actor_cpus)
@@ -66,7 +73,7 @@ def executor(args: argparse.Namespace) -> ExecutorFactory:
             raise ConfigError(f"{flag} applies only to --executor ray")
     from intercode.runner.executors import LocalExecutorFactory
 
-    return LocalExecutorFactory()
+    return LocalExecutorFactory(cpu_pinning=args.cpu_pinning or "auto")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

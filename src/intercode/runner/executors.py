@@ -16,7 +16,8 @@ from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from intercode.agents.names import STRATEGIES
-from intercode.errors import FatalRunError, RunAborted
+from intercode.errors import ConfigError, FatalRunError, RunAborted
+from intercode.runner import pinning
 from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_main
 from intercode.runner.workerserver import importing_main, signal_ignored, start, worker_context
 
@@ -69,9 +70,23 @@ class ExecutorFactory(ABC):
 
 @dataclass(frozen=True)
 class LocalExecutorFactory(ExecutorFactory):
-    """Worker processes on this machine (:class:`LocalExecutor`): the default."""
+    """Worker processes on this machine (:class:`LocalExecutor`): the default.
+
+    ``cpu_pinning``: ``auto``, ``on`` or ``off``, whether each worker keeps a CPU of its
+    own (see :mod:`intercode.runner.pinning`).
+    """
 
     name: ClassVar[str] = "local"
+    cpu_pinning: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.cpu_pinning not in pinning.MODES:
+            raise ConfigError(f"cpu_pinning must be one of {', '.join(pinning.MODES)}, "
+                              f"not {self.cpu_pinning!r}")
+
+    def recorded(self) -> dict[str, Any]:
+        """``cpu_pinning``, as given."""
+        return {"cpu_pinning": self.cpu_pinning}
 
     def prepare(self, spec_env: str) -> None:
         """Start the fork server now: it imports the workers' modules while the run
@@ -80,7 +95,7 @@ class LocalExecutorFactory(ExecutorFactory):
 
     def __call__(self, spec: WorkerSpec, workers: int, on_root: OnRoot) -> Executor:
         """A :class:`LocalExecutor` (the root is this machine's: ``on_root`` unused)."""
-        return LocalExecutor(spec, workers)
+        return LocalExecutor(spec, workers, self.cpu_pinning)
 
 
 # the exit code of a worker that imported the run's own script and found it starting a
@@ -128,6 +143,7 @@ class _Worker:
     wid: int
     proc: BaseProcess
     conn: Connection
+    cpu: int | None  # the CPU it is pinned to, if any
     tasks: list[int] = field(default_factory=list)  # sent, in order; the first runs
     quick: bool = False  # its last episode took less than PREFETCH_BELOW_S
     served: int = 0  # records it sent
@@ -143,11 +159,14 @@ class LocalExecutor:
     """``workers`` processes, each with its own environment and sandboxes.
 
     A worker that dies mid-episode is replaced and its episode recorded as an error.
+    ``cpu_pinning``: see :mod:`intercode.runner.pinning`.
     """
 
-    def __init__(self, spec: WorkerSpec, workers: int) -> None:
+    def __init__(self, spec: WorkerSpec, workers: int, cpu_pinning: str = "auto") -> None:
         self.spec = spec
         self.workers = max(1, workers)
+        self._cpus = pinning.plan(cpu_pinning, self.workers, spec.agent,
+                                  spec.settings.sandbox)
         self._ctx = worker_context(spec.env)
         self._ahead = spec.agent not in STRATEGIES  # whether tasks may be sent ahead
         self._pool: list[_Worker] = []
@@ -175,12 +194,13 @@ class LocalExecutor:
         # gets the run's environment and umask as they are now, not as the server started
         # with them
         forked = self._ctx.get_start_method() == "forkserver"
+        cpu = pinning.choose(self._cpus, [w.cpu for w in self._pool])
         proc = self._ctx.Process(target=worker_main, daemon=True, args=(
             self.spec, child, wid, None if forked else os.getpid(), dict(os.environ),
-            _umask()))
+            _umask(), cpu))
         proc.start()
         child.close()
-        worker = _Worker(wid, proc, parent)
+        worker = _Worker(wid, proc, parent, cpu)
         self._pool.append(worker)
         return worker
 

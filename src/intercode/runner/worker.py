@@ -17,6 +17,7 @@ from intercode.agents.options import StrategyOptions
 from intercode.envs.settings import EnvSettings
 from intercode.errors import ConfigError, IntercodeError, SandboxError
 from intercode.llm.config import ModelConfig
+from intercode.runner.pinning import pin
 
 if TYPE_CHECKING:  # the run's main process imports this module: no Gymnasium there
     from intercode.agents.base import Policy
@@ -122,15 +123,17 @@ def _leave_fork_server() -> None:
 
 def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int,
                 parent: int | None = None, environ: Mapping[str, str] | None = None,
-                umask: int | None = None) -> None:
+                umask: int | None = None, cpu: int | None = None) -> None:
     """Serve task indices from ``conn`` until ``None``; send back records.
 
     Messages sent: ``{"record": ...}`` per episode, or ``{"fatal": text}`` when the
     environment cannot be built at all (the run stops). When the parent process dies
     (``parent`` is its pid; ``None``: whichever process started this one), the worker
     closes its sandboxes and exits quietly. ``environ`` and ``umask``: the run's (a worker
-    forked from a fork server has the server's).
+    forked from a fork server has the server's). ``cpu``: the one CPU it and its
+    sandboxes run on (see :mod:`intercode.runner.pinning`), if any.
     """
+    pin(cpu)  # first: before this process starts a thread or a sandbox, which inherit it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is None:
         parent = os.getppid()  # the fork server, still there while we hold its pipe

@@ -1,0 +1,68 @@
+"""A CPU of its own for each worker of a run that keeps the machine busy.
+
+A worker hands each step of an episode to its sandbox (the supervisor, the shell, the
+commands) and waits for it: one chain of processes, each waking the next. Two such
+chains on two CPUs, left to the scheduler, wake each other's processes on the other's
+CPU and leave a CPU idle meanwhile; with each worker (and so its sandboxes, which inherit
+it) kept on one CPU, gold runs of NL2Bash, MBPP and Spider finished 7-15% more episodes
+per second (``perf/RESULTS.md``). The price is a command's parallelism: a pipeline or a
+threaded program gets that one CPU. So the default (``auto``) pins only where every CPU
+is a worker's anyway: a run whose agent calls no model (gold, replay, noop: no waits)
+with as many workers as this process may use CPUs (``taskset`` chooses them), on the
+bwrap sandbox (Docker's containers are not the worker's children). ``on`` pins every run
+(workers share CPUs round robin when there are more workers); ``off`` none.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+__all__ = ["MODES", "choose", "pin", "plan", "usable_cpus"]
+
+MODES = ("auto", "on", "off")
+# the agents that call no model: their episodes keep the worker and its sandbox busy
+_BUSY_AGENTS = frozenset({"gold", "noop", "replay"})
+
+
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity), in order; none where unknown."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return []
+
+
+def plan(mode: str, workers: int, agent: str, sandbox: str) -> list[int]:
+    """The CPUs a run's workers are pinned to, shared among them in this order (see
+    :func:`choose`); empty: none is pinned."""
+    if mode not in MODES:
+        raise ValueError(f"cpu pinning must be one of {', '.join(MODES)}, not {mode!r}")
+    cpus = usable_cpus()
+    if mode == "off" or len(cpus) < 2:
+        return []
+    if mode == "auto" and (agent not in _BUSY_AGENTS or sandbox != "bwrap"
+                           or workers != len(cpus)):
+        return []
+    return cpus
+
+
+def choose(cpus: Sequence[int], taken: Sequence[int | None]) -> int | None:
+    """The CPU for a new worker: of ``cpus``, the first that the fewest live workers
+    (``taken``: their CPUs) hold, so that a worker that replaces a dead one gets its
+    CPU; ``None`` when there are none."""
+    if not cpus:
+        return None
+    held = list(taken)
+    return cpus[min(range(len(cpus)), key=lambda i: (held.count(cpus[i]), i))]
+
+
+def pin(cpu: int | None) -> None:
+    """Keep this process (and what it starts from now on) on ``cpu``. A CPU that went
+    offline meanwhile, or a policy that refuses, leaves it where it was."""
+    if cpu is None:
+        return
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:
+        pass

@@ -1,0 +1,119 @@
+"""Which CPUs a run's workers keep: the rule, the choice for a new worker, the pin itself,
+and the command line's and ``config.json``'s side of it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from intercode.cli import main
+from intercode.errors import ConfigError
+from intercode.runner import pinning
+from intercode.runner.executors import LocalExecutorFactory
+
+
+@pytest.fixture
+def four_cpus(monkeypatch):
+    monkeypatch.setattr(pinning, "usable_cpus", lambda: [0, 2, 5, 7])
+
+
+@pytest.mark.parametrize("agent", ["gold", "replay", "noop"])
+def test_auto_pins_a_busy_run_with_a_worker_per_cpu(four_cpus, agent):
+    assert pinning.plan("auto", 4, agent, "bwrap") == [0, 2, 5, 7]
+
+
+@pytest.mark.parametrize(("workers", "agent", "sandbox"), [
+    (3, "gold", "bwrap"),        # fewer workers than CPUs: others' work may need the rest
+    (8, "gold", "bwrap"),        # more: the scheduler balances them better
+    (4, "react", "bwrap"),       # a model's agent waits: its commands may use every CPU
+    (4, "try-again", "bwrap"),
+    (4, "human", "bwrap"),
+    (4, "gold", "docker"),       # the containers are not the worker's children
+])
+def test_auto_leaves_other_runs_to_the_scheduler(four_cpus, workers, agent, sandbox):
+    assert pinning.plan("auto", workers, agent, sandbox) == []
+
+
+@pytest.mark.parametrize(("workers", "agent", "sandbox"), [
+    (1, "gold", "bwrap"), (9, "react", "docker"), (4, "human", "bwrap")])
+def test_on_and_off_pin_every_run_and_none(four_cpus, workers, agent, sandbox):
+    assert pinning.plan("on", workers, agent, sandbox) == [0, 2, 5, 7]
+    assert pinning.plan("off", workers, agent, sandbox) == []
+
+
+@pytest.mark.parametrize("cpus", [[], [3]])
+def test_one_cpu_or_an_unknown_affinity_pins_nothing(monkeypatch, cpus):
+    monkeypatch.setattr(pinning, "usable_cpus", lambda: cpus)
+    for mode in ("auto", "on"):
+        assert pinning.plan(mode, len(cpus) or 1, "gold", "bwrap") == []
+
+
+def test_a_bad_mode_is_refused(four_cpus):
+    with pytest.raises(ValueError, match="auto, on, off"):
+        pinning.plan("yes", 4, "gold", "bwrap")
+    with pytest.raises(ConfigError, match="auto, on, off") as caught:
+        LocalExecutorFactory(cpu_pinning="always")
+    assert "\n" not in str(caught.value)
+
+
+def test_usable_cpus_is_this_process_affinity_or_none(monkeypatch):
+    assert pinning.usable_cpus() == sorted(os.sched_getaffinity(0))
+
+    def refused(pid: int) -> set[int]:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "sched_getaffinity", refused)
+    assert pinning.usable_cpus() == []
+
+
+def test_a_new_worker_takes_the_cpu_fewest_workers_hold():
+    cpus = [0, 2, 5]
+    assert pinning.choose([], []) is None
+    assert pinning.choose(cpus, []) == 0
+    assert pinning.choose(cpus, [0]) == 2
+    assert pinning.choose(cpus, [0, 2]) == 5
+    assert pinning.choose(cpus, [0, 5]) == 2  # the replacement of the worker that held 2
+    assert pinning.choose(cpus, [0, 2, 5]) == 0  # more workers than CPUs: round robin
+    assert pinning.choose(cpus, [0, 2, 5, 0]) == 2
+    assert pinning.choose(cpus, [None, 2]) == 0  # an unpinned worker holds none
+
+
+def _affinity_after(cpu: int | None) -> set[int]:
+    """This process's affinity as a forked child sees it after ``pin(cpu)``."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover -- the child
+        try:
+            pinning.pin(cpu)
+            os.write(write, ",".join(map(str, sorted(os.sched_getaffinity(0)))).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as got:
+        text = got.read().decode()
+    os.waitpid(pid, 0)
+    return {int(c) for c in text.split(",")}
+
+
+def test_pin_keeps_the_process_on_its_cpu_and_tolerates_one_it_cannot_have():
+    everything = os.sched_getaffinity(0)
+    last = max(everything)
+    assert _affinity_after(last) == {last}
+    assert _affinity_after(None) == everything
+    assert _affinity_after(4096) == everything  # no such CPU: it runs where it did
+    assert os.sched_getaffinity(0) == everything  # (the test's own process is untouched)
+
+
+def test_the_mode_is_recorded_and_the_flag_is_checked(capsys, tmp_path):
+    assert LocalExecutorFactory().recorded() == {"cpu_pinning": "auto"}
+    assert LocalExecutorFactory(cpu_pinning="off").recorded() == {"cpu_pinning": "off"}
+    with pytest.raises(SystemExit) as bad:
+        main(["eval", "bash", "--dataset", "bash-demo", "--cpu-pinning", "sometimes"])
+    assert bad.value.code == 2 and "--cpu-pinning" in capsys.readouterr().err
+    code = main(["eval", "bash", "--dataset", "bash-demo", "--no-progress", "--executor",
+                 "ray", "--cpu-pinning", "on", "--output", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "--cpu-pinning applies only to --executor local" in err
+    assert not (tmp_path / "run").exists()
