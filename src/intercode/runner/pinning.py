@@ -3,10 +3,10 @@
 A worker hands each step of an episode to its sandbox (the supervisor, the shell, the
 commands) and waits for it: one chain of processes, each waking the next. Two such
 chains on two CPUs, left to the scheduler, wake each other's processes on the other's
-CPU and leave a CPU idle meanwhile; with each worker (and so its sandboxes, which inherit
-it) kept on one CPU, gold runs of NL2Bash, MBPP and Spider finished 7-15% more episodes
-per second (``perf/RESULTS.md``). The price is a command's parallelism: a pipeline or a
-threaded program gets that one CPU. So the default (``auto``) pins only where every CPU
+CPU and leave a CPU idle meanwhile; with each worker (and so its sandboxes, which
+inherit it) kept on one CPU, gold runs of NL2Bash and MBPP finished 5-16% more episodes
+per second on two cores (``perf/RESULTS.md``). The price is a command's parallelism: a
+pipeline or a threaded program gets that one CPU. So the default (``auto``) pins only where every CPU
 is a worker's anyway: a run whose agent calls no model (gold, replay, noop: no waits)
 with as many workers as this process may use CPUs (``taskset`` chooses them), on the
 bwrap sandbox (Docker's containers are not the worker's children). ``on`` pins every run
