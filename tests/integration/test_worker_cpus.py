@@ -6,12 +6,18 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from intercode.cli import main
 from intercode.runner.executors import LocalExecutor
 from intercode.runner.worker import WorkerSpec
+
+# the docker backend's containers are not the workers' children: they are never pinned
+pytestmark = pytest.mark.skipif(os.environ.get("INTERCODE_TEST_SANDBOX") == "docker",
+                                reason="bwrap's sandboxes only")
 
 ASK = "grep Cpus_allowed_list /proc/self/status"
 
@@ -39,7 +45,28 @@ def usable() -> set[int]:
     return os.sched_getaffinity(0)
 
 
-needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU")
+needs_two = pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2,
+                               reason="one CPU")
+
+
+@pytest.fixture
+def two_cpus() -> Iterator[set[int]]:
+    """This process on two of its CPUs (as under ``taskset``), for the run it starts."""
+    before = os.sched_getaffinity(0)
+    chosen = set(sorted(before)[:2])
+    os.sched_setaffinity(0, chosen)
+    try:
+        yield chosen
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def cli_run(tmp_path: Path, name: str, *args: str) -> tuple[dict, list[dict]]:
+    """``intercode eval`` (in this process); its config.json and records."""
+    out = tmp_path / name
+    assert main(["eval", "bash", "--no-progress", "--output", str(out), *args]) == 0
+    lines = (out / "results.jsonl").read_text().splitlines()
+    return json.loads((out / "config.json").read_text()), [json.loads(x) for x in lines]
 
 
 @needs_two
@@ -81,17 +108,65 @@ def test_the_worker_that_replaces_a_dead_one_takes_its_cpu(tmp_path):
 
     def on_record(rec: dict) -> None:
         got.append(rec)
-        if not victim_cpu:
-            victim = next(w for w in executor._pool
-                          if w.task is not None and w.task != rec["task"])
+        if not victim_cpu:  # the worker in task 1's sleep (the other has its next tasks)
+            victim = next(w for w in executor._pool if 1 in w.tasks)
             victim_cpu.append(victim.cpu)
             os.kill(victim.proc.pid, signal.SIGKILL)
 
     executor.run(list(range(6)), on_record)
     assert victim_cpu[0] is not None
     dead = [r for r in got if r["status"] == "error"]
-    assert len(dead) == 1 and "worker process died" in dead[0]["error"]
+    assert len(dead) == 1 and dead[0]["task"] == 1 and "worker process died" in dead[0]["error"]
     replacement = [r for r in got if r["worker"] == 2 and r["status"] == "ok"]
     assert replacement  # it ran the tasks the dead one left
     for rec in replacement:
         assert cpus_of(rec["turns"][0]["observation"]) == {victim_cpu[0]}
+
+
+@needs_two
+@pytest.mark.parametrize(("flag", "workers", "pinned"), [
+    (None, 2, True),       # auto: a replay run with a worker per CPU
+    (None, 1, False),      # auto: fewer workers than CPUs
+    ("auto", 2, True),
+    ("on", 1, True),
+    ("off", 2, False),
+])
+def test_the_command_line_pins_as_asked(tmp_path, two_cpus, flag, workers, pinned):
+    traj = replay_file(tmp_path / "ask.jsonl", [ASK] * 4)
+    chosen = [] if flag is None else ["--cpu-pinning", flag]
+    config, recs = cli_run(tmp_path, "run", "--dataset", "bash-demo", "--agent", "replay",
+                           "--trajectories", str(traj), "--tasks", "0-3",
+                           "--workers", str(workers), *chosen)
+    assert config["cpu_pinning"] == (flag or "auto")
+    seen = [cpus_of(r["turns"][0]["observation"]) for r in recs]
+    assert len(seen) == 4
+    if pinned:
+        assert all(len(cpus) == 1 and cpus <= two_cpus for cpus in seen)
+    else:
+        assert all(cpus == two_cpus for cpus in seen)
+
+
+def test_a_run_of_one_task_leaves_the_other_cpu_to_its_commands(tmp_path, two_cpus):
+    """auto plans for the workers a run starts (one here), not for ``--workers``."""
+    traj = replay_file(tmp_path / "ask.jsonl", [ASK])
+    _config, recs = cli_run(tmp_path, "run", "--dataset", "bash-demo", "--agent", "replay",
+                            "--trajectories", str(traj), "--tasks", "0", "--workers", "2")
+    assert cpus_of(recs[0]["turns"][0]["observation"]) == two_cpus
+
+
+@needs_two
+def test_a_gold_that_counts_its_cpus_is_not_reused_across_pinned_and_unpinned_runs(
+        tmp_path, two_cpus):
+    """The gold cache's key holds the number of CPUs a sandbox sees: a gold result kept
+    by a pinned run (``nproc``: 1) does not score an unpinned run's same answer (2)."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": i, "query": "How many CPUs may you use?",
+                                         "gold": "nproc"}) + "\n" for i in range(2)))
+    for name, args in (("pinned", ["--workers", "2", "--cpu-pinning", "on"]),
+                       ("unpinned", ["--workers", "1", "--cpu-pinning", "off"]),
+                       ("pinned-again", ["--workers", "2", "--cpu-pinning", "on"])):
+        _config, recs = cli_run(tmp_path, name, "--dataset", str(tasks), "--agent", "gold",
+                                *args)
+        assert [r["reward"] for r in recs] == [1.0, 1.0], name
+        answers = {r["turns"][0]["observation"].strip() for r in recs}
+        assert answers == ({"2"} if name == "unpinned" else {"1"})

@@ -10,7 +10,8 @@ import pytest
 from intercode.cli import main
 from intercode.errors import ConfigError
 from intercode.runner import pinning
-from intercode.runner.executors import LocalExecutorFactory
+from intercode.runner.executors import LocalExecutor, LocalExecutorFactory
+from intercode.runner.worker import WorkerSpec
 
 
 @pytest.fixture
@@ -49,12 +50,15 @@ def test_one_cpu_or_an_unknown_affinity_pins_nothing(monkeypatch, cpus):
         assert pinning.plan(mode, len(cpus) or 1, "gold", "bwrap") == []
 
 
-def test_a_bad_mode_is_refused(four_cpus):
-    with pytest.raises(ValueError, match="auto, on, off"):
-        pinning.plan("yes", 4, "gold", "bwrap")
-    with pytest.raises(ConfigError, match="auto, on, off") as caught:
-        LocalExecutorFactory(cpu_pinning="always")
-    assert "\n" not in str(caught.value)
+@pytest.mark.parametrize("mode", ["yes", "ON", None, ["on"], 1])
+def test_a_bad_mode_is_one_line_wherever_it_is_given(four_cpus, mode):
+    spec = WorkerSpec(env="bash", dataset="bash-demo", agent="gold")
+    for make in (lambda: pinning.plan(mode, 4, "gold", "bwrap"),
+                 lambda: LocalExecutorFactory(cpu_pinning=mode),
+                 lambda: LocalExecutor(spec, 2, cpu_pinning=mode)):
+        with pytest.raises(ConfigError, match="auto, on, off") as caught:
+            make()
+        assert "\n" not in str(caught.value)
 
 
 def test_usable_cpus_is_this_process_affinity_or_none(monkeypatch):
@@ -116,4 +120,8 @@ def test_the_mode_is_recorded_and_the_flag_is_checked(capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "--cpu-pinning applies only to --executor local" in err
+    code = main(["eval", "bash", "--dataset", "bash-demo", "--no-progress", "--agent",
+                 "human", "--cpu-pinning", "on", "--output", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--agent human plays in this" in err
     assert not (tmp_path / "run").exists()

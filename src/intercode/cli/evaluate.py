@@ -46,9 +46,10 @@ def add_eval(sub: Any) -> None:
                          "wait for a model, e.g. 0.25)")
     ev.add_argument("--cpu-pinning", choices=["auto", "on", "off"], default=None,
                     help="local: whether each worker and its sandboxes keep a CPU of their "
-                         "own; auto: when the agent calls no model (gold, replay, noop) and "
-                         "--workers equals the CPUs this process may use (taskset chooses "
-                         "them), on bwrap; on: always (round robin); off: never (auto)")
+                         "own (the sandbox then sees one CPU); auto: when the agent calls no "
+                         "model (gold, replay, noop) and the run starts as many workers as "
+                         "the CPUs this process may use (taskset chooses them), on bwrap; "
+                         "on: every run's workers (round robin); off: never (auto)")
     ev.add_argument("--turns", type=integer(1), default=None, help="turn limit per episode")
     ev.add_argument("--output", default=None,
                     help="run folder (default: runs/<env>-<dataset>-<agent>-<time>); "
@@ -71,6 +72,9 @@ def executor(args: argparse.Namespace) -> ExecutorFactory:
                         ("--ray-actor-cpus", args.ray_actor_cpus)):
         if given is not None:
             raise ConfigError(f"{flag} applies only to --executor ray")
+    if args.agent == "human" and args.cpu_pinning is not None:
+        raise ConfigError("--cpu-pinning applies to worker processes; --agent human plays "
+                          "in this process")
     from intercode.runner.executors import LocalExecutorFactory
 
     return LocalExecutorFactory(cpu_pinning=args.cpu_pinning or "auto")

@@ -4,15 +4,16 @@ What the gold command leaves (its output, its changes to the file system, the fi
 of the files it added) is a function of the task and of the pristine sandbox it runs in.
 An entry is keyed by everything that decides it: the task (dataset, source, gold command,
 the digest of its file system), the root file system's identity, the sandbox's limits and
-layout, the action mode (upstream quirks), the backend and the in-sandbox code that runs
-and fingerprints it. It is never used for a task the known issues list as time-dependent,
-nondeterministic or needing the network, nor kept when the gold timed out or its
-fingerprints ran out of budget. A host-dependent task's result depends on what the key
-also holds (the root file system, the limits, the kernel, which every key names) but may
-also race (``find /`` meeting processes that exit in ``/proc``): its entry is used only
-once two runs of the gold (each on a freshly loaded tree) gave the same result (the first is kept
-as a candidate, the second confirms it); a host-dependent task whose gold does not score
-1.0 against itself is never stored.
+layout, the kernel and the number of CPUs the sandbox may use, the action mode (upstream
+quirks), the backend and the in-sandbox code that runs and fingerprints it. It is never
+used for a task the known issues list as time-dependent, nondeterministic or needing the
+network, nor kept when the gold timed out or its fingerprints ran out of budget. A
+host-dependent task's result depends on what the key also holds (the root file system,
+the limits, the kernel, which every key names) but may also race (``find /`` meeting
+processes that exit in ``/proc``): its entry is used only once two runs of the gold (each
+on a freshly loaded tree) gave the same result (the first is kept as a candidate, the
+second confirms it); a host-dependent task whose gold does not score 1.0 against itself
+is never stored.
 
 Trust: entries live in the user cache (``INTERCODE_CACHE``/gold, a directory of the host
 user, mode 0700), which no sandbox mounts. An entry is read only if it is a regular file
@@ -48,6 +49,7 @@ __all__ = [
     "GoldResult",
     "cache_root",
     "code_digest",
+    "cpu_count",
     "enabled",
     "kernel_identity",
     "root_identity",
@@ -163,6 +165,16 @@ def kernel_identity() -> str:
     sandbox sees of the host beyond its root file system and its limits."""
     uname = platform.uname()
     return f"{uname.system} {uname.release} {uname.version} {uname.machine}"
+
+
+def cpu_count() -> int | None:
+    """How many CPUs this process, and so the sandboxes it starts, may use (``nproc``):
+    one in a worker pinned to its CPU (``intercode.runner.pinning``), every CPU of the
+    machine or of a ``taskset`` otherwise; a gold may print it."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count()
 
 
 def key_digest(key: dict[str, Any]) -> str:

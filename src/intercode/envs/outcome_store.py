@@ -10,14 +10,15 @@ forked.
 An entry is keyed by everything that decides it: the gold's request (by digest), the
 dataset (a digest of its tasks: a dataset's golds share one gold's sandbox, one after the
 other), the root file system's identity, the sandbox's limits and layout, the backend,
-the kernel, the action mode, the code that runs the tests (the sandbox's and this
-environment's) and the version. As the in-memory memo (``outcome_memo``) does, an entry
-is used only once two scorings of the gold gave the same outcomes (the first is kept as a
-candidate, a later one, in this run or another, confirms it); scorings that differ mark
-the entry unstable for good. Only a list in which every test passed is kept: a gold's
-test that failed (out of time, out of memory, a setup that ran out of its time and left
-the function undefined) says something of the machine at that moment, which a later run
-must not inherit; the memo keeps such lists for one environment's life only.
+the kernel and the number of CPUs the sandbox may use, the action mode, the code that
+runs the tests (the sandbox's and this environment's) and the version. As the in-memory
+memo (``outcome_memo``) does, an entry is used only once two scorings of the gold gave
+the same outcomes (the first is kept as a candidate, a later one, in this run or another,
+confirms it); scorings that differ mark the entry unstable for good. Only a list in which
+every test passed is kept: a gold's test that failed (out of time, out of memory, a setup
+that ran out of its time and left the function undefined) says something of the machine
+at that moment, which a later run must not inherit; the memo keeps such lists for one
+environment's life only.
 
 Trust: the entries live beside the Bash gold's (``INTERCODE_CACHE``/gold, see
 :mod:`intercode.envs.gold_cache`, which checks and seals them), which no sandbox mounts.

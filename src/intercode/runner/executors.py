@@ -16,7 +16,7 @@ from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from intercode.agents.names import STRATEGIES
-from intercode.errors import ConfigError, FatalRunError, RunAborted
+from intercode.errors import FatalRunError, RunAborted
 from intercode.runner import pinning
 from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_main
 from intercode.runner.workerserver import importing_main, signal_ignored, start, worker_context
@@ -80,9 +80,7 @@ class LocalExecutorFactory(ExecutorFactory):
     cpu_pinning: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.cpu_pinning not in pinning.MODES:
-            raise ConfigError(f"cpu_pinning must be one of {', '.join(pinning.MODES)}, "
-                              f"not {self.cpu_pinning!r}")
+        pinning.check(self.cpu_pinning)
 
     def recorded(self) -> dict[str, Any]:
         """``cpu_pinning``, as given."""
@@ -165,8 +163,8 @@ class LocalExecutor:
     def __init__(self, spec: WorkerSpec, workers: int, cpu_pinning: str = "auto") -> None:
         self.spec = spec
         self.workers = max(1, workers)
-        self._cpus = pinning.plan(cpu_pinning, self.workers, spec.agent,
-                                  spec.settings.sandbox)
+        self._pinning = pinning.check(cpu_pinning)
+        self._cpus: list[int] = []  # (planned by run: for the workers it starts)
         self._ctx = worker_context(spec.env)
         self._ahead = spec.agent not in STRATEGIES  # whether tasks may be sent ahead
         self._pool: list[_Worker] = []
@@ -175,9 +173,12 @@ class LocalExecutor:
     def run(self, tasks: Sequence[int], on_record: OnRecord) -> None:
         """Run every task; call ``on_record`` in this process as each one finishes."""
         queue = list(tasks)
+        starting = min(self.workers, len(queue))
+        self._cpus = pinning.plan(self._pinning, starting, self.spec.agent,
+                                  self.spec.settings.sandbox)
         with _pipes_never_kill():
             try:
-                for _ in range(min(self.workers, len(queue))):
+                for _ in range(starting):
                     self._spawn()
                 for w in self._pool:
                     self._dispatch(w, queue)

@@ -6,11 +6,14 @@ chains on two CPUs, left to the scheduler, wake each other's processes on the ot
 CPU and leave a CPU idle meanwhile; with each worker (and so its sandboxes, which
 inherit it) kept on one CPU, gold runs of NL2Bash and MBPP finished 5-16% more episodes
 per second on two cores (``perf/RESULTS.md``). The price is a command's parallelism: a
-pipeline or a threaded program gets that one CPU. So the default (``auto``) pins only where every CPU
-is a worker's anyway: a run whose agent calls no model (gold, replay, noop: no waits)
-with as many workers as this process may use CPUs (``taskset`` chooses them), on the
-bwrap sandbox (Docker's containers are not the worker's children). ``on`` pins every run
-(workers share CPUs round robin when there are more workers); ``off`` none.
+pipeline or a threaded program gets that one CPU, and a sandbox sees one CPU (``nproc``;
+the gold caches' keys hold that count). So the default (``auto``) pins only where every
+CPU is a worker's anyway: a run whose agent calls no model (gold, replay, noop: no waits)
+that starts as many workers as this process may use CPUs (``taskset`` chooses them), on
+the bwrap sandbox (Docker's containers are not the worker's children). ``on`` pins the
+workers of every run that has them (round robin when there are more workers than CPUs)
+and ``off`` none. A pin is a place, not a limit: the agent's commands may move
+themselves to another CPU of the set (``taskset``), as they may use every CPU unpinned.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-__all__ = ["MODES", "choose", "pin", "plan", "usable_cpus"]
+from intercode.errors import ConfigError
+
+__all__ = ["MODES", "check", "choose", "pin", "plan", "usable_cpus"]
 
 MODES = ("auto", "on", "off")
 # the agents that call no model: their episodes keep the worker and its sandbox busy
@@ -33,11 +38,17 @@ def usable_cpus() -> list[int]:
         return []
 
 
+def check(mode: object) -> str:
+    """``mode`` if it is one of :data:`MODES`, else a one-line :class:`ConfigError`."""
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ConfigError(f"cpu_pinning must be one of {', '.join(MODES)}, not {mode!r}")
+    return mode
+
+
 def plan(mode: str, workers: int, agent: str, sandbox: str) -> list[int]:
-    """The CPUs a run's workers are pinned to, shared among them in this order (see
-    :func:`choose`); empty: none is pinned."""
-    if mode not in MODES:
-        raise ValueError(f"cpu pinning must be one of {', '.join(MODES)}, not {mode!r}")
+    """The CPUs the ``workers`` a run starts are pinned to, shared among them in this
+    order (see :func:`choose`); empty: none is pinned."""
+    check(mode)
     cpus = usable_cpus()
     if mode == "off" or len(cpus) < 2:
         return []

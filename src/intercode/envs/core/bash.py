@@ -324,7 +324,8 @@ class BashCore(EnvCore):
         if self._gold_key_settings is None or self._gold_key_settings[0] != settings:
             # the same for every task of this environment: made once (asdict is costly)
             self._gold_key_settings = (settings, {
-                "kernel": gold_store.kernel_identity(), "rootfs": settings[2],
+                "kernel": gold_store.kernel_identity(), "cpus": gold_store.cpu_count(),
+                "rootfs": settings[2],
                 "layout": asdict(self.layout), "limits": asdict(self.limits),
                 "upstream_quirks": self.upstream_quirks, "backend": self.backend,
                 "ignored": list(IGNORED_NAMES),

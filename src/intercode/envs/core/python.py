@@ -397,7 +397,7 @@ class PythonCore(EnvCore):
                 raise RewardError(f"could not run the tests: {exc}") from exc
             self._store_settings = {
                 "kind": "python-gold-outcomes", "kernel": gold_store.kernel_identity(),
-                "rootfs": root,
+                "cpus": gold_store.cpu_count(), "rootfs": root,
                 "layout": asdict(self.layout), "limits": asdict(self.limits),
                 "backend": self.backend, "upstream_quirks": self.upstream_quirks,
                 "code": gold_store.code_digest(STORE_CODE), "intercode": __version__,
