@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gold_helpers import entries
 
 from intercode.cli import main
 from intercode.runner.executors import LocalExecutor
@@ -156,17 +157,60 @@ def test_a_run_of_one_task_leaves_the_other_cpu_to_its_commands(tmp_path, two_cp
 
 @needs_two
 def test_a_gold_that_counts_its_cpus_is_not_reused_across_pinned_and_unpinned_runs(
-        tmp_path, two_cpus):
+        tmp_path, two_cpus, gold_cache_dir):
     """The gold cache's key holds the number of CPUs a sandbox sees: a gold result kept
-    by a pinned run (``nproc``: 1) does not score an unpinned run's same answer (2)."""
+    by a pinned run (``nproc``: 1) does not score an unpinned run's same answer (2), and
+    is used again by the next pinned run."""
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"id": i, "query": "How many CPUs may you use?",
-                                         "gold": "nproc"}) + "\n" for i in range(2)))
+                                         "gold": f"nproc; echo {i}"}) + "\n"
+                             for i in range(2)))
+    kept = []
     for name, args in (("pinned", ["--workers", "2", "--cpu-pinning", "on"]),
                        ("unpinned", ["--workers", "1", "--cpu-pinning", "off"]),
                        ("pinned-again", ["--workers", "2", "--cpu-pinning", "on"])):
         _config, recs = cli_run(tmp_path, name, "--dataset", str(tasks), "--agent", "gold",
                                 *args)
         assert [r["reward"] for r in recs] == [1.0, 1.0], name
-        answers = {r["turns"][0]["observation"].strip() for r in recs}
+        answers = {r["turns"][0]["observation"].split()[0] for r in recs}
         assert answers == ({"2"} if name == "unpinned" else {"1"})
+        kept.append(len(entries(gold_cache_dir)))
+    assert kept == [2, 4, 4]  # each CPU count's own entries; the pinned ones used again
+
+
+def test_both_gold_caches_keys_hold_the_cpus_a_sandbox_sees(gold_cache_dir):
+    from intercode.envs.bash import BashEnv
+    from intercode.envs.python import PythonEnv
+
+    bash, python = BashEnv("bash-demo"), PythonEnv("mbpp-prompt", test_timeout=2.0)
+    try:
+        bash.reset(options={"task": 0})
+        bash_key = bash._gold_key(bash.task)
+        python.reset(options={"task": 0})
+        python_key = python._store_key(python._gold_request())
+    finally:
+        bash.close()
+        python.close()
+    assert bash_key is not None
+    assert bash_key["cpus"] == python_key["cpus"] == len(usable())
+
+
+@needs_two
+def test_an_unpinned_worker_takes_the_runs_cpus_not_its_fork_servers(tmp_path):
+    """The workers' fork server lives as long as this process, with the CPUs it started
+    with; a later run on other CPUs (``taskset`` of a caller) gets its own."""
+    traj = replay_file(tmp_path / "ask.jsonl", [ASK] * 2)
+    args = ["--dataset", "bash-demo", "--agent", "replay", "--trajectories", str(traj),
+            "--tasks", "0-1", "--workers", "2", "--cpu-pinning", "off"]
+    before = os.sched_getaffinity(0)
+    _config, recs = cli_run(tmp_path, "all", *args)  # (the server runs from here on)
+    assert [cpus_of(r["turns"][0]["observation"]) for r in recs] == [before, before]
+    fewer = set(sorted(before)[-1:])
+    os.sched_setaffinity(0, fewer)
+    try:
+        _config, recs = cli_run(tmp_path, "fewer", *args)
+    finally:
+        os.sched_setaffinity(0, before)
+    assert [cpus_of(r["turns"][0]["observation"]) for r in recs] == [fewer, fewer]
+    _config, recs = cli_run(tmp_path, "all-again", *args)
+    assert [cpus_of(r["turns"][0]["observation"]) for r in recs] == [before, before]

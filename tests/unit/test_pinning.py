@@ -83,13 +83,13 @@ def test_a_new_worker_takes_the_cpu_fewest_workers_hold():
     assert pinning.choose(cpus, [None, 2]) == 0  # an unpinned worker holds none
 
 
-def _affinity_after(cpu: int | None) -> set[int]:
-    """This process's affinity as a forked child sees it after ``pin(cpu)``."""
+def _affinity_after(cpus: list[int]) -> set[int]:
+    """This process's affinity as a forked child sees it after ``pin(cpus)``."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover -- the child
         try:
-            pinning.pin(cpu)
+            pinning.pin(cpus)
             os.write(write, ",".join(map(str, sorted(os.sched_getaffinity(0)))).encode())
         finally:
             os._exit(0)
@@ -103,9 +103,11 @@ def _affinity_after(cpu: int | None) -> set[int]:
 def test_pin_keeps_the_process_on_its_cpu_and_tolerates_one_it_cannot_have():
     everything = os.sched_getaffinity(0)
     last = max(everything)
-    assert _affinity_after(last) == {last}
-    assert _affinity_after(None) == everything
-    assert _affinity_after(4096) == everything  # no such CPU: it runs where it did
+    assert _affinity_after([last]) == {last}
+    assert _affinity_after([]) == everything
+    assert _affinity_after([4096]) == everything  # no such CPU: it runs where it did
+    if len(everything) > 1:  # the run's CPUs, for a worker forked with fewer or more
+        assert _affinity_after(sorted(everything)[:1]) == set(sorted(everything)[:1])
     assert os.sched_getaffinity(0) == everything  # (the test's own process is untouched)
 
 
@@ -124,4 +126,14 @@ def test_the_mode_is_recorded_and_the_flag_is_checked(capsys, tmp_path):
                  "human", "--cpu-pinning", "on", "--output", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "--agent human plays in this" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_human_agent_refuses_pinned_workers_from_python_too(tmp_path):
+    from intercode.runner.run import RunConfig, execute
+
+    cfg = RunConfig(env="bash", dataset="bash-demo", agent="human", output=tmp_path / "run",
+                    executor=LocalExecutorFactory(cpu_pinning="on"))
+    with pytest.raises(ConfigError, match="the human agent plays in this process"):
+        execute(cfg, progress=False)
     assert not (tmp_path / "run").exists()

@@ -16,7 +16,7 @@ from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from intercode.agents.names import STRATEGIES
-from intercode.errors import FatalRunError, RunAborted
+from intercode.errors import ConfigError, FatalRunError, RunAborted
 from intercode.runner import pinning
 from intercode.runner.worker import WorkerSpec, make_env, make_policy, worker_main
 from intercode.runner.workerserver import importing_main, signal_ignored, start, worker_context
@@ -81,6 +81,12 @@ class LocalExecutorFactory(ExecutorFactory):
 
     def __post_init__(self) -> None:
         pinning.check(self.cpu_pinning)
+
+    def check(self, agent: str, settings: EnvSettings) -> None:
+        """Refuse ``cpu_pinning="on"`` for the human agent, who plays in this process."""
+        if agent == "human" and self.cpu_pinning == "on":
+            raise ConfigError("cpu_pinning applies to worker processes; the human agent "
+                              "plays in this process")
 
     def recorded(self) -> dict[str, Any]:
         """``cpu_pinning``, as given."""
@@ -164,7 +170,8 @@ class LocalExecutor:
         self.spec = spec
         self.workers = max(1, workers)
         self._pinning = pinning.check(cpu_pinning)
-        self._cpus: list[int] = []  # (planned by run: for the workers it starts)
+        self._cpus: list[int] = []  # the CPUs workers are pinned to (see run)
+        self._run_cpus: list[int] = []  # this process's: an unpinned worker's
         self._ctx = worker_context(spec.env)
         self._ahead = spec.agent not in STRATEGIES  # whether tasks may be sent ahead
         self._pool: list[_Worker] = []
@@ -176,6 +183,7 @@ class LocalExecutor:
         starting = min(self.workers, len(queue))
         self._cpus = pinning.plan(self._pinning, starting, self.spec.agent,
                                   self.spec.settings.sandbox)
+        self._run_cpus = pinning.usable_cpus()
         with _pipes_never_kill():
             try:
                 for _ in range(starting):
@@ -198,7 +206,7 @@ class LocalExecutor:
         cpu = pinning.choose(self._cpus, [w.cpu for w in self._pool])
         proc = self._ctx.Process(target=worker_main, daemon=True, args=(
             self.spec, child, wid, None if forked else os.getpid(), dict(os.environ),
-            _umask(), cpu))
+            _umask(), self._run_cpus if cpu is None else [cpu]))
         proc.start()
         child.close()
         worker = _Worker(wid, proc, parent, cpu)

@@ -68,12 +68,14 @@ def choose(cpus: Sequence[int], taken: Sequence[int | None]) -> int | None:
     return cpus[min(range(len(cpus)), key=lambda i: (held.count(cpus[i]), i))]
 
 
-def pin(cpu: int | None) -> None:
-    """Keep this process (and what it starts from now on) on ``cpu``. A CPU that went
-    offline meanwhile, or a policy that refuses, leaves it where it was."""
-    if cpu is None:
+def pin(cpus: Sequence[int]) -> None:
+    """Keep this process (and what it starts from now on) on ``cpus``: a worker's one CPU,
+    or the run's CPUs for a worker that is not pinned (a worker forked from a server that
+    started earlier has the server's). A CPU that went offline meanwhile, or a policy
+    that refuses, leaves it where it was; none given: where it is."""
+    if not cpus:
         return
     try:
-        os.sched_setaffinity(0, {cpu})
+        os.sched_setaffinity(0, set(cpus))
     except OSError:
         pass

@@ -6,7 +6,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
 from multiprocessing.connection import Connection
@@ -123,17 +123,17 @@ def _leave_fork_server() -> None:
 
 def worker_main(spec: WorkerSpec, conn: Connection, worker_id: int,
                 parent: int | None = None, environ: Mapping[str, str] | None = None,
-                umask: int | None = None, cpu: int | None = None) -> None:
+                umask: int | None = None, cpus: Sequence[int] = ()) -> None:
     """Serve task indices from ``conn`` until ``None``; send back records.
 
     Messages sent: ``{"record": ...}`` per episode, or ``{"fatal": text}`` when the
     environment cannot be built at all (the run stops). When the parent process dies
     (``parent`` is its pid; ``None``: whichever process started this one), the worker
     closes its sandboxes and exits quietly. ``environ`` and ``umask``: the run's (a worker
-    forked from a fork server has the server's). ``cpu``: the one CPU it and its
-    sandboxes run on (see :mod:`intercode.runner.pinning`), if any.
+    forked from a fork server has the server's). ``cpus``: the CPUs it and its
+    sandboxes run on (its one CPU, or the run's: see :mod:`intercode.runner.pinning`).
     """
-    pin(cpu)  # first: before this process starts a thread or a sandbox, which inherit it
+    pin(cpus)  # first: before this process starts a thread or a sandbox, which inherit it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if parent is None:
         parent = os.getppid()  # the fork server, still there while we hold its pipe
