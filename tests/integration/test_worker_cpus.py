@@ -99,9 +99,11 @@ def test_an_unpinned_run_leaves_its_commands_every_cpu(tmp_path):
 
 @needs_two
 def test_the_worker_that_replaces_a_dead_one_takes_its_cpu(tmp_path):
-    # task 0 ends first, while task 1 (2 s) surely runs in the other worker, which dies
+    # task 0 ends first, while task 1 (2 s) surely runs in the other worker, which dies;
+    # the others take 0.5 s each, so that the first worker cannot have run them all
+    # before the death is seen (the queue then still holds tasks for the replacement)
     traj = replay_file(tmp_path / "ask.jsonl",
-                       [ASK, f"{ASK}; sleep 2", *[ASK] * 4])
+                       [ASK, f"{ASK}; sleep 2", *[f"{ASK}; sleep 0.5"] * 4])
     spec = WorkerSpec(env="bash", dataset="bash-demo", agent="replay", trajectories=str(traj))
     executor = LocalExecutor(spec, workers=2, cpu_pinning="on")
     got: list[dict] = []
