@@ -35,8 +35,7 @@ import bench_throughput as bt
 from common import emit
 
 
-def one_run(src: str, tasks: str, target: tuple[str, str, int] = ("bash", "nl2bash", 2)
-            ) -> dict[str, float]:
+def one_run(src: str, tasks: str, target: tuple[str, str, int]) -> dict[str, float]:
     """One run of tree ``src`` (``target``: the environment, dataset and workers; ``tasks``
     "all": every task): wall, CPU, first record (seconds), episodes."""
     env = {**bt._env(), "PYTHONPATH": src}
@@ -91,6 +90,8 @@ def main() -> int:
     bt._become_subreaper()
     tasks = args.tasks
     target = (args.env, args.dataset, args.workers)
+    if args.walkers_out and target[:2] != ("bash", "nl2bash"):
+        parser.error("--walkers-out is NL2Bash's (--env bash --dataset nl2bash)")
     walkers: list[int] = []
     if args.walkers_out:
         walkers, tasks = bt.without_walkers()  # (as bench_throughput.py's nl2bash part)
@@ -101,7 +102,9 @@ def main() -> int:
     for i in range(args.runs):
         for side in ("a", "b") if i % 2 == 0 else ("b", "a"):
             runs[side].append(one_run(getattr(args, side), tasks, target))
-    result: dict[str, Any] = {"tasks": f"all but the walkers {walkers}" if args.walkers_out
+    result: dict[str, Any] = {"target": {"env": args.env, "dataset": args.dataset,
+                                         "workers": args.workers},
+                              "tasks": f"all but the walkers {walkers}" if args.walkers_out
                               else tasks}
     for side, samples in runs.items():
         result[side] = {key: round(statistics.median(s[key] for s in samples), 3)

@@ -15,13 +15,17 @@ from intercode.runner.worker import WorkerSpec
 
 
 @pytest.fixture
-def four_cpus(monkeypatch):
-    monkeypatch.setattr(pinning, "usable_cpus", lambda: [0, 2, 5, 7])
+def four_cpus() -> list[int]:
+    return [0, 2, 5, 7]
+
+
+def test_the_busy_agents_are_those_that_call_no_model_and_need_no_person():
+    assert sorted(pinning._BUSY_AGENTS) == ["gold", "noop", "replay"]
 
 
 @pytest.mark.parametrize("agent", ["gold", "replay", "noop"])
 def test_auto_pins_a_busy_run_with_a_worker_per_cpu(four_cpus, agent):
-    assert pinning.plan("auto", 4, agent, "bwrap") == [0, 2, 5, 7]
+    assert pinning.plan("auto", 4, agent, "bwrap", four_cpus) == [0, 2, 5, 7]
 
 
 @pytest.mark.parametrize(("workers", "agent", "sandbox"), [
@@ -33,27 +37,26 @@ def test_auto_pins_a_busy_run_with_a_worker_per_cpu(four_cpus, agent):
     (4, "gold", "docker"),       # the containers are not the worker's children
 ])
 def test_auto_leaves_other_runs_to_the_scheduler(four_cpus, workers, agent, sandbox):
-    assert pinning.plan("auto", workers, agent, sandbox) == []
+    assert pinning.plan("auto", workers, agent, sandbox, four_cpus) == []
 
 
 @pytest.mark.parametrize(("workers", "agent", "sandbox"), [
     (1, "gold", "bwrap"), (9, "react", "docker"), (4, "human", "bwrap")])
 def test_on_and_off_pin_every_run_and_none(four_cpus, workers, agent, sandbox):
-    assert pinning.plan("on", workers, agent, sandbox) == [0, 2, 5, 7]
-    assert pinning.plan("off", workers, agent, sandbox) == []
+    assert pinning.plan("on", workers, agent, sandbox, four_cpus) == [0, 2, 5, 7]
+    assert pinning.plan("off", workers, agent, sandbox, four_cpus) == []
 
 
 @pytest.mark.parametrize("cpus", [[], [3]])
-def test_one_cpu_or_an_unknown_affinity_pins_nothing(monkeypatch, cpus):
-    monkeypatch.setattr(pinning, "usable_cpus", lambda: cpus)
+def test_one_cpu_or_an_unknown_affinity_pins_nothing(cpus):
     for mode in ("auto", "on"):
-        assert pinning.plan(mode, len(cpus) or 1, "gold", "bwrap") == []
+        assert pinning.plan(mode, len(cpus) or 1, "gold", "bwrap", cpus) == []
 
 
 @pytest.mark.parametrize("mode", ["yes", "ON", None, ["on"], 1])
 def test_a_bad_mode_is_one_line_wherever_it_is_given(four_cpus, mode):
     spec = WorkerSpec(env="bash", dataset="bash-demo", agent="gold")
-    for make in (lambda: pinning.plan(mode, 4, "gold", "bwrap"),
+    for make in (lambda: pinning.plan(mode, 4, "gold", "bwrap", four_cpus),
                  lambda: LocalExecutorFactory(cpu_pinning=mode),
                  lambda: LocalExecutor(spec, 2, cpu_pinning=mode)):
         with pytest.raises(ConfigError, match="auto, on, off") as caught:

@@ -46,10 +46,12 @@ def add_eval(sub: Any) -> None:
                          "wait for a model, e.g. 0.25)")
     ev.add_argument("--cpu-pinning", choices=["auto", "on", "off"], default=None,
                     help="local: whether each worker and its sandboxes keep a CPU of their "
-                         "own (the sandbox then sees one CPU); auto: when the agent calls no "
-                         "model (gold, replay, noop) and the run starts as many workers as "
-                         "the CPUs this process may use (taskset chooses them), on bwrap; "
-                         "on: every run's workers (round robin); off: never (auto)")
+                         "own (on bwrap its sandboxes then see one CPU: nproc says 1); auto: "
+                         "when the agent calls no model (gold, replay, noop) and the run "
+                         "starts one worker per CPU the command may use (taskset chooses "
+                         "them), on bwrap; on: every run's workers (round robin when there "
+                         "are more workers than CPUs); off: never; not with --agent human "
+                         "(auto)")
     ev.add_argument("--turns", type=integer(1), default=None, help="turn limit per episode")
     ev.add_argument("--output", default=None,
                     help="run folder (default: runs/<env>-<dataset>-<agent>-<time>); "

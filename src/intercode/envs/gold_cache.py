@@ -168,9 +168,11 @@ def kernel_identity() -> str:
 
 
 def cpu_count() -> int | None:
-    """How many CPUs this process, and so the sandboxes it starts, may use (``nproc``):
-    one in a worker pinned to its CPU (``intercode.runner.pinning``), every CPU of the
-    machine or of a ``taskset`` otherwise; a gold may print it."""
+    """How many CPUs this process, and so the bwrap sandboxes it starts, may use
+    (``nproc``): one in a worker pinned to its CPU (``intercode.runner.pinning``), every
+    CPU of the machine or of a ``taskset`` otherwise; a gold may print it. (A Docker
+    container's count is the engine's: there it only keys entries apart.) The runner's
+    own reading of the affinity is not imported here: envs sit below the runner."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux

@@ -181,9 +181,9 @@ class LocalExecutor:
         """Run every task; call ``on_record`` in this process as each one finishes."""
         queue = list(tasks)
         starting = min(self.workers, len(queue))
-        self._cpus = pinning.plan(self._pinning, starting, self.spec.agent,
-                                  self.spec.settings.sandbox)
         self._run_cpus = pinning.usable_cpus()
+        self._cpus = pinning.plan(self._pinning, starting, self.spec.agent,
+                                  self.spec.settings.sandbox, self._run_cpus)
         with _pipes_never_kill():
             try:
                 for _ in range(starting):

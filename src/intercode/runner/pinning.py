@@ -4,16 +4,17 @@ A worker hands each step of an episode to its sandbox (the supervisor, the shell
 commands) and waits for it: one chain of processes, each waking the next. Two such
 chains on two CPUs, left to the scheduler, wake each other's processes on the other's
 CPU and leave a CPU idle meanwhile; with each worker (and so its sandboxes, which
-inherit it) kept on one CPU, gold runs of NL2Bash and MBPP finished 5-16% more episodes
-per second on two cores (``perf/RESULTS.md``). The price is a command's parallelism: a
-pipeline or a threaded program gets that one CPU, and a sandbox sees one CPU (``nproc``;
-the gold caches' keys hold that count). So the default (``auto``) pins only where every
-CPU is a worker's anyway: a run whose agent calls no model (gold, replay, noop: no waits)
-that starts as many workers as this process may use CPUs (``taskset`` chooses them), on
-the bwrap sandbox (Docker's containers are not the worker's children). ``on`` pins the
-workers of every run that has them (round robin when there are more workers than CPUs)
-and ``off`` none. A pin is a place, not a limit: the agent's commands may move
-themselves to another CPU of the set (``taskset``), as they may use every CPU unpinned.
+inherit it) kept on one CPU, warm gold runs of NL2Bash (its walkers left out) and of
+MBPP finished 5-16% more episodes per second on two cores (``perf/RESULTS.md``). The
+price is a command's parallelism: a pipeline or a threaded program gets that one CPU,
+and a sandbox sees one CPU (``nproc``; the gold caches' keys hold that count). So the
+default (``auto``) pins only where every CPU is a worker's anyway: a run whose agent
+calls no model (gold, replay, noop: no waits) that starts one worker per CPU the
+command may use (``taskset`` chooses them), on the bwrap sandbox (Docker's containers
+are not the worker's children). ``on`` pins the workers of every run that has them
+(round robin when there are more workers than CPUs) and ``off`` none. A pin is a place,
+not a limit: the agent's commands may move themselves to another CPU (``taskset``), as
+they may use every CPU unpinned.
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from intercode.agents.names import AGENTS, STRATEGIES
 from intercode.errors import ConfigError
 
 __all__ = ["MODES", "check", "choose", "pin", "plan", "usable_cpus"]
 
 MODES = ("auto", "on", "off")
-# the agents that call no model: their episodes keep the worker and its sandbox busy
-_BUSY_AGENTS = frozenset({"gold", "noop", "replay"})
+# the agents that call no model and need no person: their episodes keep the worker and
+# its sandbox busy
+_BUSY_AGENTS = frozenset(AGENTS) - frozenset(STRATEGIES) - {"human"}
 
 
 def usable_cpus() -> list[int]:
@@ -45,11 +48,13 @@ def check(mode: object) -> str:
     return mode
 
 
-def plan(mode: str, workers: int, agent: str, sandbox: str) -> list[int]:
+def plan(mode: str, workers: int, agent: str, sandbox: str,
+         cpus: Sequence[int]) -> list[int]:
     """The CPUs the ``workers`` a run starts are pinned to, shared among them in this
-    order (see :func:`choose`); empty: none is pinned."""
+    order (see :func:`choose`), of ``cpus`` (the run's: :func:`usable_cpus`); empty:
+    none is pinned."""
     check(mode)
-    cpus = usable_cpus()
+    cpus = list(cpus)
     if mode == "off" or len(cpus) < 2:
         return []
     if mode == "auto" and (agent not in _BUSY_AGENTS or sandbox != "bwrap"
