@@ -85,6 +85,7 @@ MASKED_PATHS = sorted({
 # _snapshot_budget) with room for a copy in transit (an export's or import's frame, which
 # the relay thread holds too); a supervisor past it was the OOM killer's pick
 SUPERVISOR_MEMORY = 256 * MiB
+REMOVAL_WAIT_S = 30.0  # at most, for a removal the engine had begun (see _remove)
 TRANSIT_COPIES = 2
 # the agent's cgroup's room beyond its limit and the tmpfs: the supervisor's watchdog
 # enforces the limit first (ten times a second, with its note), the kernel only past this
@@ -430,6 +431,24 @@ class DockerSandbox(SupervisedSandbox):
                 f"{err[-2000:] or 'no output'} (the image needs {self.python} and bash; "
                 "see docs/docker.md)")
 
+    @staticmethod
+    def _remove(engine: DockerEngine, container: str) -> None:
+        """Remove the container, and return once it is gone: a 409 says the engine is
+        removing it already (``AutoRemove``, since the supervisor exited), and the
+        container is still listed until that removal ends, so wait for it."""
+        try:
+            status, reply = engine.call("DELETE", f"/containers/{container}",
+                                        query={"force": "1"})
+            if status == 409:
+                status, reply = engine.call(
+                    "POST", f"/containers/{container}/wait", query={"condition": "removed"},
+                    timeout=REMOVAL_WAIT_S)
+            if status not in (200, 204, 404):
+                log.error("cannot remove the sandbox container %s: %s", container,
+                          message(reply))
+        except SandboxError as exc:
+            log.error("cannot remove the sandbox container %s: %s", container, exc)
+
     def close(self) -> None:
         """Remove the container and close the stream (idempotent)."""
         stream, self._stream = self._stream, None
@@ -445,14 +464,7 @@ class DockerSandbox(SupervisedSandbox):
                 except OSError:
                     pass
         if container is not None and self._engine is not None:
-            try:
-                status, reply = self._engine.call("DELETE", f"/containers/{container}",
-                                                  query={"force": "1"})
-                if status not in (200, 204, 404, 409):
-                    log.error("cannot remove the sandbox container %s: %s", container,
-                              message(reply))
-            except SandboxError as exc:
-                log.error("cannot remove the sandbox container %s: %s", container, exc)
+            self._remove(self._engine, container)
         if isinstance(io, StreamShellIO):
             io.close()
         if stream is not None:
