@@ -46,6 +46,21 @@ def test_a_removal_in_progress_is_waited_for(waited, caplog):
     assert not caplog.records
 
 
+def test_a_removal_of_the_engines_that_failed_is_asked_once_more(caplog):
+    engine = Engine((409, {"message": "in progress"}),
+                    (200, {"StatusCode": 0, "Error": {"Message": "device busy"}}), (204, None))
+    DockerSandbox._remove(engine, "c1")  # type: ignore[arg-type]
+    assert [c[:2] for c in engine.calls] == [("DELETE", "/containers/c1"),
+                                             ("POST", "/containers/c1/wait"),
+                                             ("DELETE", "/containers/c1")]
+    assert not caplog.records
+    engine = Engine((409, {"message": "in progress"}),
+                    (200, {"StatusCode": 0, "Error": {"Message": "device busy"}}),
+                    (500, {"message": "still busy"}))
+    DockerSandbox._remove(engine, "c1")  # type: ignore[arg-type]
+    assert [r.levelname for r in caplog.records] == ["ERROR"]
+
+
 @pytest.mark.parametrize("replies", [
     [(500, {"message": "boom"})],
     [(409, {"message": "in progress"}), (500, {"message": "stuck"})],

@@ -85,12 +85,12 @@ MASKED_PATHS = sorted({
 # _snapshot_budget) with room for a copy in transit (an export's or import's frame, which
 # the relay thread holds too); a supervisor past it was the OOM killer's pick
 SUPERVISOR_MEMORY = 256 * MiB
-REMOVAL_WAIT_S = 30.0  # at most, for a removal the engine had begun (see _remove)
 TRANSIT_COPIES = 2
 # the agent's cgroup's room beyond its limit and the tmpfs: the supervisor's watchdog
 # enforces the limit first (ten times a second, with its note), the kernel only past this
 AGENT_SLACK = 256 * MiB
 START_TIMEOUT = 60.0
+REMOVAL_WAIT_S = 30.0  # at most, for a removal the engine had begun (see _remove)
 _swept = False
 
 
@@ -433,9 +433,11 @@ class DockerSandbox(SupervisedSandbox):
 
     @staticmethod
     def _remove(engine: DockerEngine, container: str) -> None:
-        """Remove the container, and return once it is gone: a 409 says the engine is
-        removing it already (``AutoRemove``, since the supervisor exited), and the
-        container is still listed until that removal ends, so wait for it."""
+        """Remove the container, and wait (at most :data:`REMOVAL_WAIT_S`) for a removal
+        the engine had begun: the close's own end of stdin makes the supervisor exit, and
+        the engine then removes the container itself (``AutoRemove``); a removal asked
+        meanwhile gets 409 while the container is still listed. A removal of the engine's
+        that failed (the wait's ``Error``) is asked once more. Failures are logged."""
         try:
             status, reply = engine.call("DELETE", f"/containers/{container}",
                                         query={"force": "1"})
@@ -443,6 +445,9 @@ class DockerSandbox(SupervisedSandbox):
                 status, reply = engine.call(
                     "POST", f"/containers/{container}/wait", query={"condition": "removed"},
                     timeout=REMOVAL_WAIT_S)
+                if status == 200 and isinstance(reply, dict) and reply.get("Error"):
+                    status, reply = engine.call("DELETE", f"/containers/{container}",
+                                                query={"force": "1"})
             if status not in (200, 204, 404):
                 log.error("cannot remove the sandbox container %s: %s", container,
                           message(reply))
@@ -463,11 +468,13 @@ class DockerSandbox(SupervisedSandbox):
                     sock.shutdown(socket.SHUT_WR)  # stdin closes: the supervisor exits
                 except OSError:
                     pass
-        if container is not None and self._engine is not None:
-            self._remove(self._engine, container)
-        if isinstance(io, StreamShellIO):
-            io.close()
-        if stream is not None:
-            stream.sock.close()
-            stream.attach.close()
-        self._forget_run()
+        try:
+            if container is not None and self._engine is not None:
+                self._remove(self._engine, container)
+        finally:  # (a signal's exception during the removal's wait too)
+            if isinstance(io, StreamShellIO):
+                io.close()
+            if stream is not None:
+                stream.sock.close()
+                stream.attach.close()
+            self._forget_run()
