@@ -7,11 +7,11 @@ Run by hand (not a test):
 Each run is a fresh ``python -m intercode eval bash --dataset nl2bash --workers 2 --agent
 gold`` (or with ``--env``, ``--dataset`` and ``--workers`` as given) with ``PYTHONPATH``
 set to one tree (as ``bench_throughput.py`` runs them: start-up included, the CPU of the
-whole process tree). The trees take turns, A B B A ..., so that
-the machine's drift (here 10-20 % within minutes) hits both alike. Reported per tree: the
-median wall time, the median CPU, the median time to the first record (the start-up as a
-user sees it), the time from the last record to the exit, the episodes per second between
-the first record and the last (the steady rate), and episodes per second.
+whole process tree). The trees take turns, A B B A ..., so that the machine's drift (here
+10-20 % within minutes) hits both alike. Reported per tree: the median wall time, the
+median CPU, the median time to the first record (the start-up as a user sees it), the
+time from the last record to the exit, the episodes per second between the first record
+and the last (the steady rate), and episodes per second.
 
 ``--tasks 0,1`` measures the start-up (two episodes); ``--walkers-out`` runs every task but
 the walkers (the NL2Bash throughput goal's tasks, found as ``bench_throughput.py`` finds

@@ -438,16 +438,17 @@ class DockerSandbox(SupervisedSandbox):
         the engine then removes the container itself (``AutoRemove``); a removal asked
         meanwhile gets 409 while the container is still listed. A removal of the engine's
         that failed (the wait's ``Error``) is asked once more. Failures are logged."""
+        def delete() -> tuple[int, Any]:
+            return engine.call("DELETE", f"/containers/{container}", query={"force": "1"})
+
         try:
-            status, reply = engine.call("DELETE", f"/containers/{container}",
-                                        query={"force": "1"})
+            status, reply = delete()
             if status == 409:
                 status, reply = engine.call(
                     "POST", f"/containers/{container}/wait", query={"condition": "removed"},
                     timeout=REMOVAL_WAIT_S)
                 if status == 200 and isinstance(reply, dict) and reply.get("Error"):
-                    status, reply = engine.call("DELETE", f"/containers/{container}",
-                                                query={"force": "1"})
+                    status, reply = delete()
             if status not in (200, 204, 404):
                 log.error("cannot remove the sandbox container %s: %s", container,
                           message(reply))
